@@ -1,0 +1,269 @@
+//! The control socket's wire protocol: one JSON object per line in each direction.
+//!
+//! A request is `{"id":N,"method":"daemon/status","params":{…}}`; the answer repeats the id with
+//! either `result` or `error` (`{"code":"…","message":"…"}`). The CLI and `paddock mcp` use
+//! this socket; it never passes through the HTTP ingress.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// The largest frame either side accepts; larger frames close the connection with an error.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// A request on the control socket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ControlRequest {
+    pub id: u64,
+    #[serde(flatten)]
+    pub call: ControlCall,
+}
+
+/// The typed methods of the control socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "method", content = "params")]
+pub enum ControlCall {
+    /// Reports pid, version, uptime, state and endpoints.
+    #[serde(rename = "daemon/status")]
+    Status,
+    /// Begins a graceful shutdown; the answer arrives before the daemon exits.
+    #[serde(rename = "daemon/stop")]
+    Stop,
+}
+
+/// An answer on the control socket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ControlResponse {
+    pub id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ControlErrorBody>,
+}
+
+/// A typed error on the control socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlErrorBody {
+    pub code: String,
+    pub message: String,
+}
+
+/// The daemon's lifecycle state as reported on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DaemonState {
+    Starting,
+    Ready,
+    Failed,
+    ShuttingDown,
+}
+
+impl DaemonState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+            Self::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
+/// The answer to `daemon/status`. Never carries the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusResult {
+    pub pid: u32,
+    pub version: String,
+    pub uptime_ms: u64,
+    pub state: DaemonState,
+    pub http_endpoint: Option<String>,
+    pub socket: PathBuf,
+}
+
+/// Errors of a control-socket client.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlClientError {
+    #[error("no daemon is listening on control socket `{path}`")]
+    NotRunning {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("control socket I/O failed")]
+    Io(#[from] std::io::Error),
+    #[error("the daemon closed the control connection")]
+    Closed,
+    #[error("the daemon sent a malformed control frame")]
+    Malformed(#[source] serde_json::Error),
+    #[error("the daemon answered `{}`: {}", .0.code, .0.message)]
+    Remote(ControlErrorBody),
+    #[error("the control request timed out after {0:?}")]
+    TimedOut(Duration),
+}
+
+impl ControlClientError {
+    pub fn is_not_running(&self) -> bool {
+        matches!(self, Self::NotRunning { .. })
+    }
+}
+
+/// A control-socket connection with request/response calls.
+#[derive(Debug)]
+pub struct ControlClient {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    next_id: u64,
+}
+
+impl ControlClient {
+    pub async fn connect(path: &Path) -> Result<Self, ControlClientError> {
+        let stream =
+            UnixStream::connect(path)
+                .await
+                .map_err(|source| ControlClientError::NotRunning {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        let (read, write) = stream.into_split();
+        Ok(Self {
+            reader: BufReader::new(read),
+            writer: write,
+            next_id: 1,
+        })
+    }
+
+    /// Sends `call` and waits at most `timeout` for its answer.
+    pub async fn call(
+        &mut self,
+        call: ControlCall,
+        timeout: Duration,
+    ) -> Result<Value, ControlClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = ControlRequest { id, call };
+        let exchange = async {
+            write_frame(&mut self.writer, &request).await?;
+            loop {
+                let frame = read_frame(&mut self.reader)
+                    .await?
+                    .ok_or(ControlClientError::Closed)?;
+                let response: ControlResponse =
+                    serde_json::from_slice(&frame).map_err(ControlClientError::Malformed)?;
+                if response.id != Some(id) {
+                    continue;
+                }
+                return match (response.result, response.error) {
+                    (_, Some(error)) => Err(ControlClientError::Remote(error)),
+                    (Some(result), None) => Ok(result),
+                    (None, None) => Ok(Value::Null),
+                };
+            }
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| ControlClientError::TimedOut(timeout))?
+    }
+
+    pub async fn status(&mut self, timeout: Duration) -> Result<StatusResult, ControlClientError> {
+        let value = self.call(ControlCall::Status, timeout).await?;
+        serde_json::from_value(value).map_err(ControlClientError::Malformed)
+    }
+}
+
+/// Writes one JSON value and a newline.
+pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(
+    writer: &mut W,
+    value: &T,
+) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    writer.write_all(&bytes).await?;
+    writer.flush().await
+}
+
+/// Reads one newline-terminated frame; `Ok(None)` at a clean end of stream. A frame over
+/// [`MAX_FRAME_BYTES`] is an `InvalidData` error.
+pub async fn read_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut frame = Vec::new();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return if frame.is_empty() {
+                Ok(None)
+            } else {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "control frame ended without a newline",
+                ))
+            };
+        }
+        let (chunk, done) = match available.iter().position(|byte| *byte == b'\n') {
+            Some(newline) => (&available[..newline], Some(newline + 1)),
+            None => (available, None),
+        };
+        if frame.len() + chunk.len() > MAX_FRAME_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "control frame exceeds the size limit",
+            ));
+        }
+        frame.extend_from_slice(chunk);
+        let consumed = done.unwrap_or(chunk.len());
+        reader.consume(consumed);
+        if done.is_some() {
+            return Ok(Some(frame));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_shapes() {
+        let request = ControlRequest {
+            id: 7,
+            call: ControlCall::Status,
+        };
+        assert_eq!(
+            serde_json::to_string(&request).ok().as_deref(),
+            Some(r#"{"id":7,"method":"daemon/status"}"#)
+        );
+        let parsed: ControlRequest =
+            serde_json::from_str(r#"{"id":1,"method":"daemon/stop","params":null}"#)
+                .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(parsed.call, ControlCall::Stop);
+        assert!(serde_json::from_str::<ControlRequest>(r#"{"id":1,"method":"nope"}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn frames_split_on_newlines_and_enforce_the_limit() {
+        let data = b"{\"a\":1}\n{\"b\":2}\npartial".to_vec();
+        let mut reader = BufReader::new(&data[..]);
+        assert_eq!(
+            read_frame(&mut reader).await.ok().flatten(),
+            Some(b"{\"a\":1}".to_vec())
+        );
+        assert_eq!(
+            read_frame(&mut reader).await.ok().flatten(),
+            Some(b"{\"b\":2}".to_vec())
+        );
+        assert!(read_frame(&mut reader).await.is_err());
+
+        let huge = vec![b'x'; MAX_FRAME_BYTES + 10];
+        let mut reader = BufReader::new(&huge[..]);
+        let error = read_frame(&mut reader).await.err();
+        assert_eq!(
+            error.map(|error| error.kind()),
+            Some(std::io::ErrorKind::InvalidData)
+        );
+    }
+}

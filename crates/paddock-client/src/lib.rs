@@ -1,0 +1,21 @@
+//! What a local client needs to reach the Paddock daemon: where its files live, how to read its
+//! HTTP bearer token safely, which URLs get that token, how to retry, and the control-socket wire
+//! protocol.
+//!
+//! The daemon uses the same path and wire definitions, so the two sides cannot drift apart.
+
+pub mod control;
+pub mod endpoint;
+pub mod env;
+pub mod paths;
+pub mod pid;
+pub mod request;
+pub mod secret;
+pub mod token;
+
+pub use endpoint::{AuthHeaders, daemon_http_auth_headers};
+pub use env::ClientEnv;
+pub use paths::DaemonPaths;
+pub use pid::PidRecord;
+pub use secret::SecretString;
+pub use token::{TokenFileError, read_daemon_http_token};

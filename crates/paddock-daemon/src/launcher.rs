@@ -1,0 +1,215 @@
+//! Lifecycle commands run by the CLI against a daemon: start it detached and wait until it is
+//! ready, ask for its status, and stop it (gracefully, then by force).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use paddock_client::control::{ControlCall, ControlClient, StatusResult};
+use paddock_client::{DaemonPaths, PidRecord};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::time::Instant;
+
+use crate::lock::{InstanceLock, LockAttempt};
+
+/// How long one control-socket exchange may take.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a waiting stop re-checks whether the daemon has gone.
+const POLL_INTERVAL: Duration = Duration::from_millis(25);
+
+/// What `start_detached` found or did.
+#[derive(Debug)]
+pub enum StartReport {
+    Started(StatusResult),
+    AlreadyRunning(StatusResult),
+}
+
+/// How to launch the detached daemon process.
+#[derive(Debug, Clone)]
+pub struct DetachedLaunch {
+    /// The `paddock` executable.
+    pub program: PathBuf,
+    /// Arguments that make it run in the foreground (`daemon start --foreground …`).
+    pub args: Vec<OsString>,
+    /// Where the daemon's stderr (its log) is appended.
+    pub log_file: PathBuf,
+    /// How long to wait for the ready line.
+    pub ready_timeout: Duration,
+}
+
+/// The daemon's status, or `None` when nothing answers on its control socket.
+pub async fn query_status(paths: &DaemonPaths) -> anyhow::Result<Option<StatusResult>> {
+    let mut client = match ControlClient::connect(&paths.socket).await {
+        Ok(client) => client,
+        Err(error) if error.is_not_running() => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    Ok(Some(client.status(CONTROL_TIMEOUT).await?))
+}
+
+/// Starts the daemon in the background and returns once it reports ready.
+pub async fn start_detached(
+    paths: &DaemonPaths,
+    launch: &DetachedLaunch,
+) -> anyhow::Result<StartReport> {
+    if let Some(status) = query_status(paths).await? {
+        return Ok(StartReport::AlreadyRunning(status));
+    }
+    if let Some(parent) = launch.log_file.parent() {
+        crate::files::create_private_dir(parent)?;
+    }
+    let log = open_log(&launch.log_file)?;
+    let mut command = tokio::process::Command::new(&launch.program);
+    command
+        .args(&launch.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        // Its own process group: a Ctrl-C in the launching terminal must not reach the daemon.
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("could not run `{}`", launch.program.display()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .context("the daemon process has no stdout pipe")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let first_line = tokio::time::timeout(launch.ready_timeout, lines.next_line()).await;
+    match first_line {
+        Ok(Ok(Some(line))) => {
+            let status: StatusResult = serde_json::from_str(&line)
+                .with_context(|| "the daemon's ready line is not a status object".to_owned())?;
+            Ok(StartReport::Started(status))
+        }
+        Ok(Ok(None)) | Ok(Err(_)) => {
+            let exit = child.wait().await.ok();
+            if exit.is_some_and(|status| status.success())
+                && let Some(status) = query_status(paths).await?
+            {
+                // Another launcher won the race; its daemon is the one running.
+                return Ok(StartReport::AlreadyRunning(status));
+            }
+            let tail = log_tail(&launch.log_file, 20);
+            anyhow::bail!(
+                "the daemon exited before it was ready ({})\n{}",
+                exit.map(|status| status.to_string())
+                    .unwrap_or_else(|| "unknown status".to_owned()),
+                tail
+            )
+        }
+        Err(_) => anyhow::bail!(
+            "the daemon did not become ready within {:?}; its log is `{}`",
+            launch.ready_timeout,
+            launch.log_file.display()
+        ),
+    }
+}
+
+fn open_log(path: &Path) -> anyhow::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+        .open(path)
+        .with_context(|| format!("could not open daemon log `{}`", path.display()))
+}
+
+fn log_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// What `stop` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReport {
+    NotRunning,
+    Stopped { pid: Option<u32> },
+    Killed { pid: u32 },
+}
+
+/// Stops the daemon: asks over the control socket (or with SIGTERM when the socket does not
+/// answer), waits up to `timeout`, then sends SIGKILL and removes the files it left.
+pub async fn stop(paths: &DaemonPaths, timeout: Duration) -> anyhow::Result<StopReport> {
+    let deadline = Instant::now() + timeout;
+    let record = PidRecord::read(&paths.pid_file).ok().flatten();
+    let asked = match ControlClient::connect(&paths.socket).await {
+        Ok(mut client) => client
+            .call(ControlCall::Stop, CONTROL_TIMEOUT)
+            .await
+            .is_ok(),
+        Err(_) => false,
+    };
+    if !asked {
+        match InstanceLock::try_acquire(&paths.lock_file)? {
+            LockAttempt::Acquired(lock) => {
+                remove_stale_files(paths);
+                drop(lock);
+                return Ok(StopReport::NotRunning);
+            }
+            LockAttempt::HeldElsewhere => {
+                let Some(record) = &record else {
+                    anyhow::bail!(
+                        "a daemon holds `{}` but neither its control socket nor its PID record answers",
+                        paths.lock_file.display()
+                    );
+                };
+                send_signal(record.pid, rustix::process::Signal::TERM);
+            }
+        }
+    }
+    if wait_for_exit(paths, deadline).await? {
+        return Ok(StopReport::Stopped {
+            pid: record.map(|record| record.pid),
+        });
+    }
+    let Some(record) = record else {
+        anyhow::bail!("the daemon did not stop within {timeout:?} and has no PID record to kill");
+    };
+    send_signal(record.pid, rustix::process::Signal::KILL);
+    if !wait_for_exit(paths, Instant::now() + Duration::from_secs(5)).await? {
+        anyhow::bail!("the daemon (pid {}) survived SIGKILL", record.pid);
+    }
+    Ok(StopReport::Killed { pid: record.pid })
+}
+
+/// Waits until the instance lock is free (the daemon has exited or finished its cleanup), then
+/// removes anything it left behind. Returns false at the deadline.
+async fn wait_for_exit(paths: &DaemonPaths, deadline: Instant) -> anyhow::Result<bool> {
+    loop {
+        if let LockAttempt::Acquired(lock) = InstanceLock::try_acquire(&paths.lock_file)? {
+            remove_stale_files(paths);
+            drop(lock);
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// With the lock held (no daemon runs), a PID record and a socket file are leftovers of a
+/// daemon that did not clean up. The token file is left alone: only its owner may remove it,
+/// and the next daemon replaces it.
+fn remove_stale_files(paths: &DaemonPaths) {
+    let _ = std::fs::remove_file(&paths.pid_file);
+    let _ = std::fs::remove_file(&paths.socket);
+}
+
+fn send_signal(pid: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}

@@ -1,0 +1,13 @@
+//! The daemon's composition root: it owns the startup sequence, the control socket, the PID
+//! record and the token file, and the orderly shutdown. Subsystems (device pool, agents, …)
+//! plug in through [`Subsystem`].
+
+pub mod control;
+pub mod files;
+pub mod launcher;
+pub mod lock;
+pub mod run;
+pub mod subsystem;
+
+pub use run::{DaemonConfig, FaultInjection, RunOutcome, run};
+pub use subsystem::Subsystem;

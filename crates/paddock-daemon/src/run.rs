@@ -1,0 +1,332 @@
+//! The daemon's startup sequence, main loop and shutdown, in the order the spec fixes:
+//! token generated in memory → loopback listener bound → PID record written with the port →
+//! device discovery and session rehydration → token file published → ready.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use paddock_client::control::{DaemonState, StatusResult};
+use paddock_client::{ClientEnv, DaemonPaths, PidRecord, SecretString};
+use paddock_ingress::{BoundIngress, IngressConfig};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, warn};
+
+use crate::control::{ControlHandler, bind_control_socket, serve_control};
+use crate::files;
+use crate::lock::{InstanceLock, LockAttempt};
+use crate::subsystem::{BoxFuture, Subsystem};
+
+/// How long a failed daemon keeps answering `503 Daemon startup failed` before it exits, so
+/// that held requests and status callers can learn why.
+const FAILED_LINGER: Duration = Duration::from_secs(1);
+
+/// Everything the daemon needs to run.
+pub struct DaemonConfig {
+    /// The launch environment: paths resolve against it.
+    pub env: ClientEnv,
+    pub ingress: IngressConfig,
+    /// How long in-flight HTTP requests may take to finish during shutdown.
+    pub drain_timeout: Duration,
+    pub subsystems: Vec<Arc<dyn Subsystem>>,
+}
+
+impl std::fmt::Debug for DaemonConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonConfig")
+            .field("ingress", &self.ingress)
+            .field("drain_timeout", &self.drain_timeout)
+            .field(
+                "subsystems",
+                &self.subsystems.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a daemon run ended.
+#[derive(Debug)]
+pub enum RunOutcome {
+    /// Served, then stopped on request or signal.
+    Stopped,
+    /// Another daemon with the same isolation suffix holds the lock.
+    AlreadyRunning,
+    /// A startup step failed; the daemon answered 503 and exited.
+    StartupFailed(anyhow::Error),
+}
+
+/// Delays and failures injected through `PADDOCK_DEBUG_*` variables, so that clients' hold,
+/// retry and shutdown handling can be exercised against a real daemon. Off unless set.
+#[derive(Debug, Clone, Default)]
+pub struct FaultInjection {
+    pub startup_delay: Duration,
+    pub fail_startup: bool,
+    pub shutdown_delay: Duration,
+}
+
+impl FaultInjection {
+    pub const STARTUP_DELAY_VAR: &str = "PADDOCK_DEBUG_STARTUP_DELAY_MS";
+    pub const FAIL_STARTUP_VAR: &str = "PADDOCK_DEBUG_FAIL_STARTUP";
+    pub const SHUTDOWN_DELAY_VAR: &str = "PADDOCK_DEBUG_SHUTDOWN_DELAY_MS";
+
+    pub fn from_env(env: &ClientEnv) -> anyhow::Result<Option<Self>> {
+        let millis = |name: &str| -> anyhow::Result<Duration> {
+            match env.var(name) {
+                None => Ok(Duration::ZERO),
+                Some(value) => value
+                    .to_str()
+                    .and_then(|text| text.parse::<u64>().ok())
+                    .map(Duration::from_millis)
+                    .with_context(|| format!("`{name}` must be a whole number of milliseconds")),
+            }
+        };
+        let faults = Self {
+            startup_delay: millis(Self::STARTUP_DELAY_VAR)?,
+            fail_startup: env.var(Self::FAIL_STARTUP_VAR).is_some_and(|v| v == "1"),
+            shutdown_delay: millis(Self::SHUTDOWN_DELAY_VAR)?,
+        };
+        let active = !faults.startup_delay.is_zero()
+            || faults.fail_startup
+            || !faults.shutdown_delay.is_zero();
+        Ok(active.then_some(faults))
+    }
+}
+
+impl Subsystem for FaultInjection {
+    fn name(&self) -> &'static str {
+        "fault-injection"
+    }
+
+    fn discover_devices(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.startup_delay).await;
+            if self.fail_startup {
+                anyhow::bail!("startup failure injected by `{}`", Self::FAIL_STARTUP_VAR);
+            }
+            Ok(())
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(tokio::time::sleep(self.shutdown_delay))
+    }
+}
+
+struct Runtime {
+    pid: u32,
+    started: Instant,
+    state: watch::Receiver<DaemonState>,
+    http_endpoint: String,
+    paths: DaemonPaths,
+    stop_tx: mpsc::Sender<()>,
+}
+
+impl ControlHandler for Runtime {
+    fn status(&self) -> StatusResult {
+        StatusResult {
+            pid: self.pid,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            state: *self.state.borrow(),
+            http_endpoint: Some(self.http_endpoint.clone()),
+            socket: self.paths.socket.clone(),
+        }
+    }
+
+    fn request_stop(&self) {
+        let _ = self.stop_tx.try_send(());
+    }
+}
+
+/// Generates a fresh token: 32 random bytes, base64url without padding (256 bits).
+pub fn generate_token() -> anyhow::Result<SecretString> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+    Ok(SecretString::new(
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
+    ))
+}
+
+/// Runs the daemon until it is stopped. `on_ready` runs once the token is published.
+pub async fn run(
+    config: DaemonConfig,
+    on_ready: impl FnOnce(&StatusResult),
+) -> anyhow::Result<RunOutcome> {
+    let paths = DaemonPaths::resolve(&config.env);
+    files::create_private_dir(&paths.state_dir).with_context(|| {
+        format!("could not create state directory `{}`", paths.state_dir.display())
+    })?;
+    let lock = match InstanceLock::try_acquire(&paths.lock_file).with_context(|| {
+        format!("could not open lock file `{}`", paths.lock_file.display())
+    })? {
+        LockAttempt::Acquired(lock) => lock,
+        LockAttempt::HeldElsewhere => return Ok(RunOutcome::AlreadyRunning),
+    };
+    let started = Instant::now();
+
+    // 1. The token exists only in memory until startup finishes.
+    let token = generate_token()?;
+    let (state_tx, state_rx) = watch::channel(DaemonState::Starting);
+
+    // 2. Bind the listener. A failure here leaves any existing token file untouched.
+    let ingress = BoundIngress::bind(&config.ingress, token.clone(), state_rx.clone())
+        .await
+        .context("could not start the HTTP ingress")?;
+    let port = ingress.port();
+    let http_endpoint = format!("http://127.0.0.1:{port}/mcp");
+    let control_listener = bind_control_socket(&paths.socket).with_context(|| {
+        format!("could not bind control socket `{}`", paths.socket.display())
+    })?;
+
+    // 3. The PID record makes the port discoverable before the token is published.
+    let pid = std::process::id();
+    let record = PidRecord {
+        pid,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        http_port: Some(port),
+        socket: paths.socket.clone(),
+        started_at_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0),
+    };
+    files::publish_private(&paths.pid_file, &record.to_json_bytes()).with_context(|| {
+        format!("could not write PID record `{}`", paths.pid_file.display())
+    })?;
+    info!(pid, port, socket = %paths.socket.display(), "listening; starting subsystems");
+
+    let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
+    let runtime = Arc::new(Runtime {
+        pid,
+        started,
+        state: state_rx.clone(),
+        http_endpoint: http_endpoint.clone(),
+        paths: paths.clone(),
+        stop_tx,
+    });
+    let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
+    let control_task = tokio::spawn(serve_control(
+        control_listener,
+        runtime.clone(),
+        serve_stop_rx.clone(),
+    ));
+    let mut ingress_stop = serve_stop_rx.clone();
+    let ingress_task = tokio::spawn(ingress.serve(paddock_ingress::mcp_not_mounted(), async move {
+        let _ = ingress_stop.wait_for(|stop| *stop).await;
+    }));
+
+    let mut signals = Signals::install()?;
+
+    // 4. Device discovery and session rehydration; a stop request or signal aborts startup.
+    let startup = async {
+        for subsystem in &config.subsystems {
+            subsystem
+                .discover_devices()
+                .await
+                .with_context(|| format!("device discovery in `{}` failed", subsystem.name()))?;
+        }
+        for subsystem in &config.subsystems {
+            subsystem
+                .rehydrate_sessions()
+                .await
+                .with_context(|| format!("session rehydration in `{}` failed", subsystem.name()))?;
+        }
+        // 5. Publish the token file: from here on clients can authenticate.
+        files::publish_token(&paths.token_file, &token).with_context(|| {
+            format!("could not publish token file `{}`", paths.token_file.display())
+        })
+    };
+    let startup_result = tokio::select! {
+        result = startup => Some(result),
+        _ = stop_rx.recv() => None,
+        _ = signals.next() => None,
+    };
+
+    let outcome = match startup_result {
+        Some(Ok(())) => {
+            state_tx.send_replace(DaemonState::Ready);
+            info!(endpoint = %http_endpoint, "ready");
+            on_ready(&runtime.status());
+            tokio::select! {
+                _ = stop_rx.recv() => info!("stop requested over the control socket"),
+                signal = signals.next() => info!(signal, "stop requested by signal"),
+            }
+            RunOutcome::Stopped
+        }
+        Some(Err(startup_error)) => {
+            error!(error = format!("{startup_error:#}"), "startup failed");
+            state_tx.send_replace(DaemonState::Failed);
+            tokio::time::sleep(FAILED_LINGER).await;
+            RunOutcome::StartupFailed(startup_error)
+        }
+        None => {
+            info!("stopped during startup");
+            RunOutcome::Stopped
+        }
+    };
+
+    // Shutdown: refuse new work, stop subsystems, drain HTTP, remove what is ours.
+    if !matches!(outcome, RunOutcome::StartupFailed(_)) {
+        state_tx.send_replace(DaemonState::ShuttingDown);
+    }
+    for subsystem in config.subsystems.iter().rev() {
+        subsystem.shutdown().await;
+    }
+    let _ = serve_stop_tx.send(true);
+    match tokio::time::timeout(config.drain_timeout, ingress_task).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(error))) => warn!(%error, "HTTP ingress ended with an error"),
+        Ok(Err(error)) => warn!(%error, "HTTP ingress task failed"),
+        Err(_) => warn!("in-flight HTTP requests did not finish in time; closing them"),
+    }
+    let _ = control_task.await;
+    cleanup_files(&paths, &token, pid);
+    drop(lock);
+    info!("stopped");
+    Ok(outcome)
+}
+
+/// Removes the token file (only if it is still ours), the PID record (only if it names us) and
+/// the control socket.
+fn cleanup_files(paths: &DaemonPaths, token: &SecretString, pid: u32) {
+    if let Err(error) = files::remove_token_if_ours(&paths.token_file, token) {
+        warn!(%error, path = %paths.token_file.display(), "could not remove token file");
+    }
+    if let Ok(Some(record)) = PidRecord::read(&paths.pid_file)
+        && record.pid == pid
+        && let Err(error) = std::fs::remove_file(&paths.pid_file)
+    {
+        warn!(%error, path = %paths.pid_file.display(), "could not remove PID record");
+    }
+    if let Err(error) = std::fs::remove_file(&paths.socket)
+        && error.kind() != std::io::ErrorKind::NotFound
+    {
+        warn!(%error, path = %paths.socket.display(), "could not remove control socket");
+    }
+}
+
+/// SIGTERM and SIGINT stop the daemon; SIGHUP is ignored so that a closing terminal does not.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    _hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("could not handle SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("could not handle SIGINT")?,
+            _hangup: signal(SignalKind::hangup()).context("could not handle SIGHUP")?,
+        })
+    }
+
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        }
+    }
+}

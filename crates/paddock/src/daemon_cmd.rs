@@ -1,0 +1,216 @@
+//! `paddock daemon …`: start (detached or in the foreground), stop, restart, status.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use paddock_client::control::StatusResult;
+use paddock_client::{ClientEnv, DaemonPaths};
+use paddock_daemon::launcher::{self, DetachedLaunch, StartReport, StopReport};
+use paddock_daemon::{DaemonConfig, FaultInjection, RunOutcome};
+use paddock_ingress::IngressConfig;
+
+use crate::logging::{LogArgs, LogFormat};
+
+#[derive(Debug, Subcommand)]
+pub enum DaemonCommand {
+    /// Start the daemon in the background and wait until it is ready (or report the running one).
+    Start(StartArgs),
+    /// Stop the daemon gracefully; force it after the timeout.
+    Stop(StopArgs),
+    /// Stop the daemon, then start it again.
+    Restart {
+        #[command(flatten)]
+        stop: StopArgs,
+        #[command(flatten)]
+        start: StartArgs,
+    },
+    /// Report whether the daemon runs, and its pid, version, uptime, state and endpoints.
+    Status {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StartArgs {
+    /// Run in this process instead of detaching; logs go to stderr.
+    #[arg(long)]
+    foreground: bool,
+    /// Loopback HTTP port (0 picks a free port).
+    #[arg(long, default_value_t = 0, env = "PADDOCK_PORT")]
+    port: u16,
+    /// How long HTTP requests that arrive during startup are held before a 503, in milliseconds.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    startup_hold_ms: u64,
+    /// How long a detached start waits for the daemon to become ready, in seconds.
+    #[arg(long, default_value_t = 60)]
+    ready_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StopArgs {
+    /// Seconds to wait for a graceful stop before the daemon is killed.
+    #[arg(long = "timeout", default_value_t = 10)]
+    timeout_secs: u64,
+}
+
+pub async fn run(command: DaemonCommand, logging: &LogArgs) -> anyhow::Result<ExitCode> {
+    let env = ClientEnv::from_process();
+    let paths = DaemonPaths::resolve(&env);
+    match command {
+        DaemonCommand::Start(args) if args.foreground => run_foreground(env, &args).await,
+        DaemonCommand::Start(args) => start_detached(&paths, &args, logging).await,
+        DaemonCommand::Stop(args) => stop(&paths, &args).await,
+        DaemonCommand::Restart { stop: stop_args, start } => {
+            stop(&paths, &stop_args).await?;
+            if start.foreground {
+                run_foreground(env, &start).await
+            } else {
+                start_detached(&paths, &start, logging).await
+            }
+        }
+        DaemonCommand::Status { json } => status(&paths, json).await,
+    }
+}
+
+async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<ExitCode> {
+    let mut subsystems: Vec<std::sync::Arc<dyn paddock_daemon::Subsystem>> = Vec::new();
+    if let Some(faults) = FaultInjection::from_env(&env)? {
+        tracing::warn!(?faults, "fault injection is active");
+        subsystems.push(std::sync::Arc::new(faults));
+    }
+    let config = DaemonConfig {
+        env,
+        ingress: IngressConfig {
+            port: args.port,
+            startup_hold: Duration::from_millis(args.startup_hold_ms),
+            ..IngressConfig::default()
+        },
+        drain_timeout: Duration::from_secs(5),
+        subsystems,
+    };
+    let outcome = paddock_daemon::run(config, |status| {
+        // The ready line is data: one JSON status object on stdout. A detached `start` waits
+        // for it; nothing else is ever written to stdout.
+        let mut stdout = std::io::stdout().lock();
+        let line = serde_json::to_string(status).unwrap_or_default();
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+    })
+    .await?;
+    match outcome {
+        RunOutcome::Stopped => Ok(ExitCode::SUCCESS),
+        RunOutcome::AlreadyRunning => {
+            eprintln!("paddock daemon is already running for this isolation suffix");
+            Ok(ExitCode::SUCCESS)
+        }
+        RunOutcome::StartupFailed(error) => Err(error.context("daemon startup failed")),
+    }
+}
+
+async fn start_detached(
+    paths: &DaemonPaths,
+    args: &StartArgs,
+    logging: &LogArgs,
+) -> anyhow::Result<ExitCode> {
+    let program = std::env::current_exe().context("could not locate the paddock executable")?;
+    let mut child_args: Vec<OsString> = vec![
+        "daemon".into(),
+        "start".into(),
+        "--foreground".into(),
+        "--port".into(),
+        args.port.to_string().into(),
+        "--startup-hold-ms".into(),
+        args.startup_hold_ms.to_string().into(),
+        "--log-level".into(),
+        logging.log_level.clone().into(),
+        "--log-format".into(),
+    ];
+    child_args.push(match logging.log_format {
+        LogFormat::Text => "text".into(),
+        LogFormat::Json => "json".into(),
+    });
+    let launch = DetachedLaunch {
+        program,
+        args: child_args,
+        log_file: paths.state_dir.join("logs").join("daemon.log"),
+        ready_timeout: Duration::from_secs(args.ready_timeout_secs),
+    };
+    match launcher::start_detached(paths, &launch).await? {
+        StartReport::Started(status) => {
+            eprintln!(
+                "paddock daemon started (pid {}); log: {}",
+                status.pid,
+                launch.log_file.display()
+            );
+            print_endpoint(&status);
+        }
+        StartReport::AlreadyRunning(status) => {
+            eprintln!("paddock daemon is already running (pid {})", status.pid);
+            print_endpoint(&status);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_endpoint(status: &StatusResult) {
+    if let Some(endpoint) = &status.http_endpoint {
+        println!("{endpoint}");
+    }
+}
+
+async fn stop(paths: &DaemonPaths, args: &StopArgs) -> anyhow::Result<ExitCode> {
+    match launcher::stop(paths, Duration::from_secs(args.timeout_secs)).await? {
+        StopReport::NotRunning => eprintln!("paddock daemon is not running"),
+        StopReport::Stopped { pid: Some(pid) } => eprintln!("paddock daemon stopped (pid {pid})"),
+        StopReport::Stopped { pid: None } => eprintln!("paddock daemon stopped"),
+        StopReport::Killed { pid } => eprintln!(
+            "paddock daemon (pid {pid}) did not stop within {}s and was killed",
+            args.timeout_secs
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn status(paths: &DaemonPaths, json: bool) -> anyhow::Result<ExitCode> {
+    let status = launcher::query_status(paths).await?;
+    let mut stdout = std::io::stdout().lock();
+    match (status, json) {
+        (Some(status), true) => writeln!(stdout, "{}", serde_json::to_string(&status)?)?,
+        (Some(status), false) => {
+            writeln!(stdout, "paddock daemon is running")?;
+            writeln!(stdout, "  pid:      {}", status.pid)?;
+            writeln!(stdout, "  version:  {}", status.version)?;
+            writeln!(stdout, "  uptime:   {}", format_uptime(status.uptime_ms))?;
+            writeln!(stdout, "  state:    {}", status.state.as_str())?;
+            if let Some(endpoint) = &status.http_endpoint {
+                writeln!(stdout, "  http:     {endpoint}")?;
+            }
+            writeln!(stdout, "  socket:   {}", status.socket.display())?;
+        }
+        (None, true) => {
+            writeln!(stdout, "{}", serde_json::json!({ "state": "stopped" }))?;
+            return Ok(ExitCode::from(crate::EXIT_NOT_RUNNING));
+        }
+        (None, false) => {
+            writeln!(stdout, "paddock daemon is not running")?;
+            eprintln!("hint: start it with `paddock daemon start`");
+            return Ok(ExitCode::from(crate::EXIT_NOT_RUNNING));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_uptime(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {}s", secs / 60, secs % 60),
+        _ => format!("{}h {}m", secs / 3600, (secs % 3600) / 60),
+    }
+}

@@ -1,0 +1,38 @@
+//! Log setup: `tracing` to stderr, human-readable or JSON, never coloured when `NO_COLOR` is set
+//! or stderr is not a terminal.
+
+use std::io::IsTerminal;
+
+use clap::{Args, ValueEnum};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LogArgs {
+    /// Log line format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "PADDOCK_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// Log filter: a level (`trace`…`error`) or `tracing` directives such as `paddock_ingress=debug`.
+    #[arg(long, global = true, default_value = "info", env = "PADDOCK_LOG")]
+    pub log_level: String,
+}
+
+pub fn init(args: &LogArgs) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_new(&args.log_level)
+        .map_err(|error| anyhow::anyhow!("invalid `--log-level` `{}`: {error}", args.log_level))?;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    let installed = match args.log_format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    installed.map_err(|error| anyhow::anyhow!("could not install the logger: {error}"))
+}

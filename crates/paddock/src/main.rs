@@ -1,0 +1,58 @@
+//! The `paddock` command: clap definitions and glue. The work happens in the library crates.
+
+mod daemon_cmd;
+mod logging;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Paddock keeps devices and coding agents ready for AI work and serves them over MCP.
+#[derive(Debug, Parser)]
+#[command(name = "paddock", version, about)]
+struct Cli {
+    #[command(flatten)]
+    logging: logging::LogArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start, stop and inspect the per-user daemon.
+    #[command(subcommand)]
+    Daemon(daemon_cmd::DaemonCommand),
+}
+
+/// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
+pub const EXIT_NOT_RUNNING: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(error) = logging::init(&cli.logging) {
+        eprintln!("error: {error:#}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: could not start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Daemon(command) => daemon_cmd::run(command, &cli.logging).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
