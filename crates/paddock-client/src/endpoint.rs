@@ -156,7 +156,10 @@ mod tests {
             ("http://127.0.0.1:4100/mcp?x=1", Ok(4100)),
             ("http://LOCALHOST:4100/mcp", Err(NotLoopbackHost)),
             ("http://localhost.:4100/mcp", Err(NotLoopbackHost)),
-            ("http://localhost.evil.example:4100/mcp", Err(NotLoopbackHost)),
+            (
+                "http://localhost.evil.example:4100/mcp",
+                Err(NotLoopbackHost),
+            ),
             ("http://127.0.0.2:4100/mcp", Err(NotLoopbackHost)),
             ("http://0x7f.1:4100/mcp", Err(NotLoopbackHost)),
             ("http://evil.example:4100/mcp", Err(NotLoopbackHost)),

@@ -150,7 +150,10 @@ mod tests {
             paths.token_file,
             PathBuf::from("/tmp/paddock-daemon-1000.token")
         );
-        assert_eq!(paths.pid_file, PathBuf::from("/tmp/paddock-daemon-1000.pid"));
+        assert_eq!(
+            paths.pid_file,
+            PathBuf::from("/tmp/paddock-daemon-1000.pid")
+        );
         assert_eq!(paths.socket, PathBuf::from("/tmp/paddock-daemon-1000.sock"));
         assert_eq!(
             paths.state_dir,

@@ -13,9 +13,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
-use crate::endpoint::daemon_http_auth_headers;
+use crate::endpoint::classify_endpoint;
 use crate::env::ClientEnv;
-use crate::token::TokenFileError;
+use crate::secret::SecretString;
+use crate::token::{TokenFileError, read_daemon_http_token};
 
 /// The longest `Retry-After` we honour in one step; a larger value is capped so that a client
 /// re-checks well before its deadline.
@@ -36,6 +37,8 @@ pub struct DaemonResponse {
 pub enum RequestError {
     #[error(transparent)]
     Token(#[from] TokenFileError),
+    #[error("the daemon token contains characters that cannot be sent in an HTTP header")]
+    TokenNotHeaderSafe,
     #[error("`{url}` is not a valid request URL")]
     InvalidUrl { url: String },
     #[error("request to `{url}` failed")]
@@ -48,11 +51,13 @@ pub enum RequestError {
     DeadlineExceeded { url: String },
 }
 
-/// A small HTTP/1.1 client for daemon endpoints.
-#[derive(Debug, Clone)]
+/// A small HTTP/1.1 client for daemon endpoints. It keeps the token it read last and reads the
+/// file again only after a 401, as a long-lived client should.
+#[derive(Debug)]
 pub struct DaemonHttpClient {
     env: ClientEnv,
     client: Client<HttpConnector, Full<Bytes>>,
+    token: std::sync::Mutex<Option<SecretString>>,
 }
 
 impl DaemonHttpClient {
@@ -61,7 +66,29 @@ impl DaemonHttpClient {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new()).build(connector);
-        Self { env, client }
+        Self {
+            env,
+            client,
+            token: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The `Authorization` value for `url`: `None` for a URL that is not a daemon endpoint
+    /// (the PID record is re-read for every request), else the cached or freshly read token.
+    fn authorization(&self, url: &str, reread: bool) -> Result<Option<String>, TokenFileError> {
+        if classify_endpoint(url, &self.env).is_err() {
+            return Ok(None);
+        }
+        let mut cached = self
+            .token
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if reread || cached.is_none() {
+            *cached = Some(read_daemon_http_token(&self.env)?);
+        }
+        Ok(cached
+            .as_ref()
+            .map(|token| format!("Bearer {}", token.expose_secret())))
     }
 
     /// Sends `method url` with `body` (JSON when non-empty), following the retry rules until
@@ -74,55 +101,52 @@ impl DaemonHttpClient {
         deadline: Instant,
     ) -> Result<DaemonResponse, RequestError> {
         let mut reread_after_unauthorized = false;
+        let mut reread_now = false;
         loop {
-            // The token is read for each attempt, so a restart's new token is picked up after a
-            // 401 exactly once (the spec's "re-read the token file once and retry").
-            let auth = daemon_http_auth_headers(url, &self.env)?;
             let mut builder = Request::builder().method(method.clone()).uri(url);
-            for (name, value) in auth.expose_pairs() {
-                let mut value =
-                    HeaderValue::from_str(value).map_err(|_| RequestError::InvalidUrl {
-                        url: url.to_owned(),
-                    })?;
+            if let Some(authorization) = self.authorization(url, reread_now)? {
+                let mut value = HeaderValue::from_str(&authorization)
+                    .map_err(|_| RequestError::TokenNotHeaderSafe)?;
                 value.set_sensitive(true);
-                builder = builder.header(name, value);
+                builder = builder.header(http::header::AUTHORIZATION, value);
             }
+            reread_now = false;
             if !body.is_empty() {
                 builder = builder
                     .header("content-type", "application/json")
                     .header("accept", "application/json, text/event-stream");
             }
-            let request = builder
-                .body(Full::new(body.clone()))
-                .map_err(|_| RequestError::InvalidUrl {
-                    url: url.to_owned(),
-                })?;
-            let response = match tokio::time::timeout_at(deadline, self.client.request(request))
-                .await
-            {
-                Err(_) => {
-                    return Err(RequestError::DeadlineExceeded {
+            let request =
+                builder
+                    .body(Full::new(body.clone()))
+                    .map_err(|_| RequestError::InvalidUrl {
                         url: url.to_owned(),
-                    });
-                }
-                Ok(Err(error)) if error.is_connect() => {
-                    if Instant::now() + CONNECT_RETRY_PAUSE >= deadline {
+                    })?;
+            let response =
+                match tokio::time::timeout_at(deadline, self.client.request(request)).await {
+                    Err(_) => {
+                        return Err(RequestError::DeadlineExceeded {
+                            url: url.to_owned(),
+                        });
+                    }
+                    Ok(Err(error)) if error.is_connect() => {
+                        if Instant::now() + CONNECT_RETRY_PAUSE >= deadline {
+                            return Err(RequestError::Transport {
+                                url: url.to_owned(),
+                                source: Box::new(error),
+                            });
+                        }
+                        tokio::time::sleep(CONNECT_RETRY_PAUSE).await;
+                        continue;
+                    }
+                    Ok(Err(error)) => {
                         return Err(RequestError::Transport {
                             url: url.to_owned(),
                             source: Box::new(error),
                         });
                     }
-                    tokio::time::sleep(CONNECT_RETRY_PAUSE).await;
-                    continue;
-                }
-                Ok(Err(error)) => {
-                    return Err(RequestError::Transport {
-                        url: url.to_owned(),
-                        source: Box::new(error),
-                    });
-                }
-                Ok(Ok(response)) => response,
-            };
+                    Ok(Ok(response)) => response,
+                };
             let (parts, incoming) = response.into_parts();
             let body_bytes = tokio::time::timeout_at(deadline, incoming.collect())
                 .await
@@ -139,8 +163,10 @@ impl DaemonHttpClient {
                 headers: parts.headers,
                 body: body_bytes,
             };
+            // A 401 may mean the daemon restarted with a new token: read the file once more.
             if response.status == StatusCode::UNAUTHORIZED && !reread_after_unauthorized {
                 reread_after_unauthorized = true;
+                reread_now = true;
                 continue;
             }
             if response.status == StatusCode::SERVICE_UNAVAILABLE

@@ -15,13 +15,17 @@ const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 /// the user exactly what to fix; none of them carries the token.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
-    #[error("daemon token file `{path}` does not exist; is the daemon running with this environment? (`paddock daemon status`)")]
+    #[error(
+        "daemon token file `{path}` does not exist; is the daemon running with this environment? (`paddock daemon status`)"
+    )]
     NotFound { path: PathBuf },
     #[error("daemon token file `{path}` is a symlink; refusing to follow it")]
     Symlink { path: PathBuf },
     #[error("daemon token file `{path}` is not a regular file")]
     NotRegularFile { path: PathBuf },
-    #[error("daemon token file `{path}` is owned by uid {owner}, not by the current uid {expected}")]
+    #[error(
+        "daemon token file `{path}` is owned by uid {owner}, not by the current uid {expected}"
+    )]
     WrongOwner {
         path: PathBuf,
         owner: u32,
@@ -167,7 +171,8 @@ fn open_checked(path: &Path) -> Result<std::fs::File, TokenFileError> {
     })
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
@@ -243,12 +248,8 @@ mod tests {
         let path = write_token(dir.path(), "other", "tok", 0o600);
         // Only root can give a file away; elsewhere this rule is covered by review alone.
         if crate::paths::current_uid() == 0 {
-            rustix::fs::chown(
-                &path,
-                Some(rustix::process::Uid::from_raw(65534)),
-                None,
-            )
-            .unwrap_or_else(|error| panic!("chown: {error}"));
+            rustix::fs::chown(&path, Some(rustix::process::Uid::from_raw(65534)), None)
+                .unwrap_or_else(|error| panic!("chown: {error}"));
             assert!(matches!(
                 read_token_file(&path),
                 Err(TokenFileError::WrongOwner { owner: 65534, .. })
@@ -263,7 +264,14 @@ mod tests {
         assert_eq!(token.expose_secret(), "from-env");
         let dir = temp_dir();
         let path = write_token(dir.path(), "loose", "super-secret-token", 0o644);
-        let message = format!("{:?} {}", read_token_file(&path).err(), read_token_file(&path).err().map(|e| e.to_string()).unwrap_or_default());
+        let message = format!(
+            "{:?} {}",
+            read_token_file(&path).err(),
+            read_token_file(&path)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        );
         assert!(!message.contains("super-secret-token"));
     }
 }

@@ -73,7 +73,11 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
         warn!(?peer_uid, "refused a control connection from another user");
         let _ = write_frame(
             &mut write,
-            &error_response(None, "forbidden", "control socket peer is not the daemon's user"),
+            &error_response(
+                None,
+                "forbidden",
+                "control socket peer is not the daemon's user",
+            ),
         )
         .await;
         return;

@@ -141,7 +141,8 @@ fn trim_ascii(bytes: &[u8]) -> &[u8] {
     bytes.trim_ascii()
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
@@ -162,7 +163,10 @@ mod tests {
         assert_eq!(dir_mode, 0o700);
         assert_eq!(fs::read(&path).expect("read"), b"x");
         // No temporary file is left behind.
-        assert_eq!(fs::read_dir(root.path().join("a/b")).expect("ls").count(), 1);
+        assert_eq!(
+            fs::read_dir(root.path().join("a/b")).expect("ls").count(),
+            1
+        );
     }
 
     #[test]

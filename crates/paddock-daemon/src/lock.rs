@@ -30,7 +30,9 @@ impl InstanceLock {
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+            options
+                .mode(0o600)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
         }
         let file = options.open(path)?;
         #[cfg(unix)]

@@ -156,11 +156,14 @@ pub async fn run(
 ) -> anyhow::Result<RunOutcome> {
     let paths = DaemonPaths::resolve(&config.env);
     files::create_private_dir(&paths.state_dir).with_context(|| {
-        format!("could not create state directory `{}`", paths.state_dir.display())
+        format!(
+            "could not create state directory `{}`",
+            paths.state_dir.display()
+        )
     })?;
-    let lock = match InstanceLock::try_acquire(&paths.lock_file).with_context(|| {
-        format!("could not open lock file `{}`", paths.lock_file.display())
-    })? {
+    let lock = match InstanceLock::try_acquire(&paths.lock_file)
+        .with_context(|| format!("could not open lock file `{}`", paths.lock_file.display()))?
+    {
         LockAttempt::Acquired(lock) => lock,
         LockAttempt::HeldElsewhere => return Ok(RunOutcome::AlreadyRunning),
     };
@@ -176,9 +179,8 @@ pub async fn run(
         .context("could not start the HTTP ingress")?;
     let port = ingress.port();
     let http_endpoint = format!("http://127.0.0.1:{port}/mcp");
-    let control_listener = bind_control_socket(&paths.socket).with_context(|| {
-        format!("could not bind control socket `{}`", paths.socket.display())
-    })?;
+    let control_listener = bind_control_socket(&paths.socket)
+        .with_context(|| format!("could not bind control socket `{}`", paths.socket.display()))?;
 
     // 3. The PID record makes the port discoverable before the token is published.
     let pid = std::process::id();
@@ -192,9 +194,8 @@ pub async fn run(
             .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
             .unwrap_or(0),
     };
-    files::publish_private(&paths.pid_file, &record.to_json_bytes()).with_context(|| {
-        format!("could not write PID record `{}`", paths.pid_file.display())
-    })?;
+    files::publish_private(&paths.pid_file, &record.to_json_bytes())
+        .with_context(|| format!("could not write PID record `{}`", paths.pid_file.display()))?;
     info!(pid, port, socket = %paths.socket.display(), "listening; starting subsystems");
 
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
@@ -213,31 +214,36 @@ pub async fn run(
         serve_stop_rx.clone(),
     ));
     let mut ingress_stop = serve_stop_rx.clone();
-    let ingress_task = tokio::spawn(ingress.serve(paddock_ingress::mcp_not_mounted(), async move {
-        let _ = ingress_stop.wait_for(|stop| *stop).await;
-    }));
+    let ingress_task = tokio::spawn(ingress.serve(
+        paddock_ingress::mcp_not_mounted(),
+        async move {
+            let _ = ingress_stop.wait_for(|stop| *stop).await;
+        },
+    ));
 
     let mut signals = Signals::install()?;
 
     // 4. Device discovery and session rehydration; a stop request or signal aborts startup.
-    let startup = async {
-        for subsystem in &config.subsystems {
-            subsystem
-                .discover_devices()
-                .await
-                .with_context(|| format!("device discovery in `{}` failed", subsystem.name()))?;
-        }
-        for subsystem in &config.subsystems {
-            subsystem
-                .rehydrate_sessions()
-                .await
-                .with_context(|| format!("session rehydration in `{}` failed", subsystem.name()))?;
-        }
-        // 5. Publish the token file: from here on clients can authenticate.
-        files::publish_token(&paths.token_file, &token).with_context(|| {
-            format!("could not publish token file `{}`", paths.token_file.display())
-        })
-    };
+    let startup =
+        async {
+            for subsystem in &config.subsystems {
+                subsystem.discover_devices().await.with_context(|| {
+                    format!("device discovery in `{}` failed", subsystem.name())
+                })?;
+            }
+            for subsystem in &config.subsystems {
+                subsystem.rehydrate_sessions().await.with_context(|| {
+                    format!("session rehydration in `{}` failed", subsystem.name())
+                })?;
+            }
+            // 5. Publish the token file: from here on clients can authenticate.
+            files::publish_token(&paths.token_file, &token).with_context(|| {
+                format!(
+                    "could not publish token file `{}`",
+                    paths.token_file.display()
+                )
+            })
+        };
     let startup_result = tokio::select! {
         result = startup => Some(result),
         _ = stop_rx.recv() => None,

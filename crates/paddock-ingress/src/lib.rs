@@ -20,6 +20,7 @@ use paddock_client::SecretString;
 use paddock_client::control::DaemonState;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tracing::{debug, trace};
 
 pub use rules::{AuthorizationCheck, check_authorization, check_host, check_origin};
 
@@ -162,11 +163,15 @@ async fn not_found() -> Response {
 }
 
 async fn guard(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    // Only the method and path are logged: header values may carry credentials.
+    trace!(method = %request.method(), path = %request.uri().path(), "ingress request");
     let headers = request.headers();
     if !check_host(headers.get_all(header::HOST).iter(), guard.port) {
+        debug!(path = %request.uri().path(), "refused: Host not allowed");
         return json_error(StatusCode::FORBIDDEN, "Host not allowed");
     }
     if !check_origin(headers.get_all(header::ORIGIN).iter()) {
+        debug!(path = %request.uri().path(), "refused: Origin not allowed");
         return json_error(StatusCode::FORBIDDEN, "Origin not allowed");
     }
     if let Some(response) = wait_for_startup(&guard).await {
@@ -177,7 +182,10 @@ async fn guard(State(guard): State<Arc<Guard>>, mut request: Request, next: Next
         &guard.token,
     ) {
         AuthorizationCheck::Valid => {}
-        AuthorizationCheck::Missing | AuthorizationCheck::Invalid => return unauthorized(),
+        outcome @ (AuthorizationCheck::Missing | AuthorizationCheck::Invalid) => {
+            debug!(path = %request.uri().path(), ?outcome, "refused: bearer token");
+            return unauthorized();
+        }
     }
     // Nothing downstream (MCP dispatch, logs, diagnostics) ever sees the credential.
     request.headers_mut().remove(header::AUTHORIZATION);
@@ -205,10 +213,7 @@ async fn wait_for_startup(guard: &Guard) -> Option<Response> {
     .await;
     let current = match settled {
         Err(_) => {
-            return Some(unavailable(
-                "Daemon is still starting",
-                true,
-            ));
+            return Some(unavailable("Daemon is still starting", true));
         }
         // The sender is gone: the daemon is tearing down.
         Ok(Err(_)) => DaemonState::ShuttingDown,

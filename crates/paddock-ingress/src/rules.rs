@@ -93,7 +93,10 @@ pub fn check_authorization<'a>(
 }
 
 fn trim_spaces(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|byte| *byte != b' ').unwrap_or(bytes.len());
+    let start = bytes
+        .iter()
+        .position(|byte| *byte != b' ')
+        .unwrap_or(bytes.len());
     let end = bytes
         .iter()
         .rposition(|byte| *byte != b' ')

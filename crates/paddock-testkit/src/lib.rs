@@ -1,1 +1,350 @@
-//! placeholder
+//! Test-only harness. [`DaemonHarness`] runs the real `paddock` binary in a private temporary
+//! state directory with its own `PADDOCK_AUX_SOCKET_DIR` and a scrubbed environment, so tests
+//! never touch the user's daemon and run in parallel; dropping it stops whatever it started.
+//! [`RawRequest`] writes HTTP/1.1 by hand, because the ingress tests must send Host and Origin
+//! values that ordinary clients never produce.
+
+pub mod http;
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use paddock_client::control::StatusResult;
+use paddock_client::{ClientEnv, DaemonPaths, PidRecord};
+
+pub use http::{RawRequest, RawResponse};
+
+/// How long harness waits allow before failing a test.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A private world for one test: state dir, socket dir, launch dir and environment.
+#[derive(Debug)]
+pub struct DaemonHarness {
+    binary: PathBuf,
+    root: tempfile::TempDir,
+    vars: Vec<(String, OsString)>,
+    launch_dir: PathBuf,
+    children: Vec<Child>,
+}
+
+impl DaemonHarness {
+    /// A harness for `binary` (pass `env!("CARGO_BIN_EXE_paddock")`).
+    pub fn new(binary: impl Into<PathBuf>) -> anyhow::Result<Self> {
+        let root = tempfile::Builder::new().prefix("paddock-test-").tempdir()?;
+        let state = root.path().join("state");
+        let aux = root.path().join("aux");
+        let home = root.path().join("home");
+        let launch_dir = root.path().join("launch");
+        for dir in [&aux, &home, &launch_dir] {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut vars: Vec<(String, OsString)> = Vec::new();
+        for name in ["PATH", "LANG", "TMPDIR"] {
+            if let Some(value) = std::env::var_os(name) {
+                vars.push((name.to_owned(), value));
+            }
+        }
+        vars.push(("HOME".to_owned(), home.into()));
+        vars.push(("PADDOCK_STATE_DIR".to_owned(), state.into()));
+        vars.push(("PADDOCK_AUX_SOCKET_DIR".to_owned(), aux.into()));
+        vars.push(("NO_COLOR".to_owned(), "1".into()));
+        Ok(Self {
+            binary: binary.into(),
+            root,
+            vars,
+            launch_dir,
+            children: Vec::new(),
+        })
+    }
+
+    /// Sets (or replaces) an environment variable for every command the harness runs.
+    pub fn set_env(&mut self, name: &str, value: impl Into<OsString>) -> &mut Self {
+        self.vars.retain(|(existing, _)| existing != name);
+        self.vars.push((name.to_owned(), value.into()));
+        self
+    }
+
+    pub fn remove_env(&mut self, name: &str) -> &mut Self {
+        self.vars.retain(|(existing, _)| existing != name);
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The directory commands are launched in.
+    pub fn launch_dir(&self) -> &Path {
+        &self.launch_dir
+    }
+
+    /// The environment as a client launched beside the daemon sees it.
+    pub fn client_env(&self) -> ClientEnv {
+        self.vars
+            .iter()
+            .fold(ClientEnv::empty(&self.launch_dir), |env, (name, value)| {
+                env.with_var(name.clone(), value.clone())
+            })
+    }
+
+    pub fn paths(&self) -> DaemonPaths {
+        DaemonPaths::resolve(&self.client_env())
+    }
+
+    /// A `paddock` command with the harness's environment and nothing else.
+    pub fn command<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = Command::new(&self.binary);
+        command
+            .args(args)
+            .env_clear()
+            .envs(self.vars.iter().map(|(name, value)| (name, value)))
+            .current_dir(&self.launch_dir)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `paddock args…` to completion.
+    pub fn run<I, S>(&self, args: I) -> anyhow::Result<CommandOutput>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = self.command(args);
+        let description = format!("{command:?}");
+        let output = command.output().with_context(|| description.clone())?;
+        Ok(CommandOutput {
+            description,
+            output,
+        })
+    }
+
+    /// `paddock daemon start` (detached); returns the ready status.
+    pub fn start_detached(&self, extra: &[&str]) -> anyhow::Result<StatusResult> {
+        let mut args = vec!["daemon", "start"];
+        args.extend_from_slice(extra);
+        let output = self.run(args)?.success()?;
+        self.status(&output)
+    }
+
+    fn status(&self, context: &CommandOutput) -> anyhow::Result<StatusResult> {
+        let status = self.run(["daemon", "status", "--json"])?.success()?;
+        serde_json::from_str(status.stdout().trim())
+            .with_context(|| format!("status after {context}"))
+    }
+
+    /// Starts `paddock daemon start --foreground extra…` as a child; stderr goes to a file.
+    pub fn spawn_foreground(&mut self, extra: &[&str]) -> anyhow::Result<ForegroundDaemon> {
+        let log = self
+            .root
+            .path()
+            .join(format!("daemon-{}.log", self.children.len()));
+        let mut command = self.command(["daemon", "start", "--foreground"]);
+        command
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log)?);
+        let description = format!("{command:?}");
+        let mut child = command.spawn().with_context(|| description.clone())?;
+        let stdout = child.stdout.take().context("child stdout")?;
+        let pid = child.id();
+        self.children.push(child);
+        Ok(ForegroundDaemon {
+            pid,
+            log,
+            ready_lines: spawn_line_reader(stdout),
+            description,
+        })
+    }
+
+    /// Waits until the daemon's PID record names an HTTP port (the listener is bound).
+    pub fn wait_for_port(&self) -> anyhow::Result<u16> {
+        let pid_file = self.paths().pid_file;
+        wait_until(DEADLINE, || {
+            PidRecord::read(&pid_file)
+                .ok()
+                .flatten()
+                .and_then(|record| record.http_port)
+        })
+        .with_context(|| format!("no port in {}", pid_file.display()))
+    }
+
+    /// Reads the published token file.
+    pub fn token(&self) -> anyhow::Result<String> {
+        let path = self.paths().token_file;
+        Ok(paddock_client::token::read_token_file(&path)?
+            .expose_secret()
+            .to_owned())
+    }
+
+    /// Waits for a child started with [`spawn_foreground`] to exit.
+    pub fn wait_child(
+        &mut self,
+        pid: u32,
+        within: Duration,
+    ) -> anyhow::Result<std::process::ExitStatus> {
+        let index = self
+            .children
+            .iter()
+            .position(|child| child.id() == pid)
+            .context("no such child")?;
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.children[index].try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                bail!("child {pid} did not exit within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for DaemonHarness {
+    fn drop(&mut self) {
+        // A detached daemon is stopped through the CLI; foreground children are terminated,
+        // then killed, so no process outlives the test.
+        let _ = self.run(["daemon", "stop", "--timeout", "5"]);
+        for child in &mut self.children {
+            if let Ok(None) = child.try_wait() {
+                signal(child.id(), rustix::process::Signal::TERM);
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < deadline {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+/// A daemon running in the foreground as a child of the test.
+#[derive(Debug)]
+pub struct ForegroundDaemon {
+    pub pid: u32,
+    log: PathBuf,
+    ready_lines: mpsc::Receiver<String>,
+    description: String,
+}
+
+impl ForegroundDaemon {
+    /// Waits for the ready line (a JSON status object on stdout).
+    pub fn wait_ready(&self) -> anyhow::Result<StatusResult> {
+        let line = self.ready_lines.recv_timeout(DEADLINE).map_err(|_| {
+            anyhow::anyhow!(
+                "{} never became ready\n{}",
+                self.description,
+                self.log_text()
+            )
+        })?;
+        serde_json::from_str(&line).with_context(|| format!("ready line `{line}`"))
+    }
+
+    /// Everything the daemon wrote to stderr so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn terminate(&self) {
+        signal(self.pid, rustix::process::Signal::TERM);
+    }
+}
+
+/// The result of a finished command, printed whole when a check fails.
+#[derive(Debug)]
+pub struct CommandOutput {
+    description: String,
+    pub output: Output,
+}
+
+impl CommandOutput {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    /// Fails unless the command exited 0.
+    pub fn success(self) -> anyhow::Result<Self> {
+        if self.output.status.success() {
+            Ok(self)
+        } else {
+            bail!("command failed: {self}")
+        }
+    }
+}
+
+impl std::fmt::Display for CommandOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}\nstatus: {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.description,
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+}
+
+/// Polls `probe` until it yields a value or `within` passes.
+pub fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> anyhow::Result<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = probe() {
+            return Ok(value);
+        }
+        if Instant::now() >= deadline {
+            bail!("condition not met within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// True while a process with `pid` exists.
+pub fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.split(' ').nth(2) == Some("Z"))
+}
+
+fn signal(pid: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+fn spawn_line_reader(stdout: ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}

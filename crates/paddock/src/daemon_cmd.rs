@@ -66,7 +66,10 @@ pub async fn run(command: DaemonCommand, logging: &LogArgs) -> anyhow::Result<Ex
         DaemonCommand::Start(args) if args.foreground => run_foreground(env, &args).await,
         DaemonCommand::Start(args) => start_detached(&paths, &args, logging).await,
         DaemonCommand::Stop(args) => stop(&paths, &args).await,
-        DaemonCommand::Restart { stop: stop_args, start } => {
+        DaemonCommand::Restart {
+            stop: stop_args,
+            start,
+        } => {
             stop(&paths, &stop_args).await?;
             if start.foreground {
                 run_foreground(env, &start).await
