@@ -155,7 +155,11 @@ pub fn mcp_not_mounted() -> Router {
 }
 
 async fn heartbeat() -> Response {
-    json_body(StatusCode::OK, serde_json::json!({ "status": "ok" }))
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        r#"{"status":"ok"}"#,
+    )
+        .into_response()
 }
 
 async fn not_found() -> Response {
@@ -205,6 +209,10 @@ async fn guard(State(guard): State<Arc<Guard>>, mut request: Request, next: Next
 
 /// Holds the request while the daemon starts; returns the answer when it must not proceed.
 async fn wait_for_startup(guard: &Guard) -> Option<Response> {
+    // The common case, a ready daemon, needs no timer and no watch subscription.
+    if *guard.state.borrow() == DaemonState::Ready {
+        return None;
+    }
     let mut state = guard.state.clone();
     let settled = tokio::time::timeout(
         guard.startup_hold,
