@@ -388,7 +388,7 @@ fn control_socket_refuses_other_users() {
     }
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     // Perl is part of every Debian base system, so the foreign client needs no extra install.
-    let script = r#"use IO::Socket::UNIX; my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!"; print $s "{\"id\":1,\"method\":\"daemon/status\"}\n"; my $line = <$s>; print $line;"#;
+    let script = r#"use IO::Socket::UNIX; $SIG{PIPE} = "IGNORE"; my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!"; print $s "{\"id\":1,\"method\":\"daemon/status\"}\n"; my $line = <$s>; print $line;"#;
     let output = std::process::Command::new("setpriv")
         .args([
             "--reuid=65534",
