@@ -76,9 +76,14 @@ impl PrivateDaemon {
                 socket: PathBuf::new(),
             },
         };
-        let output = daemon.command(&["daemon", "start", "--log-level", "warn"]).output()?;
+        let output = daemon
+            .command(&["daemon", "start", "--log-level", "warn"])
+            .output()?;
         if !output.status.success() {
-            bail!("daemon start failed: {}", String::from_utf8_lossy(&output.stderr));
+            bail!(
+                "daemon start failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         let status = daemon.command(&["daemon", "status", "--json"]).output()?;
         daemon.status = serde_json::from_slice(&status.stdout).context("daemon status")?;
@@ -103,7 +108,11 @@ impl PrivateDaemon {
     }
 
     fn url(&self, path: &str) -> anyhow::Result<String> {
-        let endpoint = self.status.http_endpoint.as_deref().context("no endpoint")?;
+        let endpoint = self
+            .status
+            .http_endpoint
+            .as_deref()
+            .context("no endpoint")?;
         Ok(endpoint.replace("/mcp", path))
     }
 }
@@ -123,7 +132,10 @@ fn paddock_binary(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if sibling.exists() {
         Ok(sibling)
     } else {
-        bail!("no paddock binary beside `{}`; pass --paddock", exe.display())
+        bail!(
+            "no paddock binary beside `{}`; pass --paddock",
+            exe.display()
+        )
     }
 }
 
@@ -153,7 +165,10 @@ async fn ingress(args: LoadArgs) -> anyhow::Result<()> {
     let bare = wrk::Summary::best(&bare)?;
     let ours = wrk::Summary::best(&ours)?;
     if ours.non_2xx > 0 {
-        bail!("paddock answered {} non-2xx responses: the auth script is wrong", ours.non_2xx);
+        bail!(
+            "paddock answered {} non-2xx responses: the auth script is wrong",
+            ours.non_2xx
+        );
     }
     println!(
         "ingress: authenticated GET /heartbeat, {} connections, {} threads, {}s x {} rounds (best round)",

@@ -52,7 +52,11 @@ pub fn check_installed() -> anyhow::Result<()> {
 /// appears in wrk's argument list.
 pub fn auth_script(dir: &Path, token_file: &Path) -> anyhow::Result<PathBuf> {
     let path = dir.join("auth.lua");
-    let lua_path = token_file.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    let lua_path = token_file
+        .display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
     std::fs::write(
         &path,
         format!(
@@ -76,7 +80,10 @@ pub fn run(load: &Load, url: &str, script: Option<&Path>) -> anyhow::Result<Summ
     let output = command.arg(url).output().context("run wrk")?;
     let text = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
-        bail!("wrk failed: {text}{}", String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "wrk failed: {text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     parse(&text)
 }
@@ -118,7 +125,10 @@ fn millis(text: &str) -> anyhow::Result<f64> {
 }
 
 pub fn print_table(rows: &[(&str, &Summary)]) {
-    println!("{:<20} {:>12} {:>10} {:>10}", "server", "req/s", "p50 ms", "p99 ms");
+    println!(
+        "{:<20} {:>12} {:>10} {:>10}",
+        "server", "req/s", "p50 ms", "p99 ms"
+    );
     for (name, summary) in rows {
         println!(
             "{:<20} {:>12.0} {:>10.3} {:>10.3}",

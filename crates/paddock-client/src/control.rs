@@ -34,6 +34,10 @@ pub enum ControlCall {
     /// Begins a graceful shutdown; the answer arrives before the daemon exits.
     #[serde(rename = "daemon/stop")]
     Stop,
+    /// Turns this connection into an MCP connection: after the answer, each line in either
+    /// direction is one JSON-RPC message. `session_id` is the connection's session key.
+    #[serde(rename = "mcp/connect")]
+    McpConnect { session_id: String },
 }
 
 /// An answer on the control socket.

@@ -1,5 +1,6 @@
 //! The control socket server: a 0600 Unix socket speaking framed JSON (see
-//! `paddock_client::control`), refusing peers whose uid differs from the daemon's.
+//! `paddock_client::control`), refusing peers whose uid differs from the daemon's. A connection
+//! may switch to MCP with `mcp/connect`, after which it carries JSON-RPC lines.
 
 use std::io;
 use std::path::Path;
@@ -10,15 +11,27 @@ use paddock_client::control::{
     write_frame,
 };
 use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tracing::{debug, warn};
+
+use crate::subsystem::BoxFuture;
 
 /// What the control socket needs from the daemon.
 pub trait ControlHandler: Send + Sync + 'static {
     fn status(&self) -> StatusResult;
     /// Asks the daemon to shut down gracefully.
     fn request_stop(&self);
+    /// Checks an `mcp/connect` session id; the error message goes back to the client.
+    fn check_mcp_session(&self, session_id: &str) -> Result<(), String>;
+    /// Serves MCP on the rest of the connection.
+    fn serve_mcp(
+        &self,
+        session_id: String,
+        reader: BufReader<OwnedReadHalf>,
+        writer: OwnedWriteHalf,
+    ) -> BoxFuture<'static, ()>;
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -68,11 +81,11 @@ pub async fn serve_control(
 
 async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, own_uid: u32) {
     let peer_uid = stream.peer_cred().map(|cred| cred.uid()).ok();
-    let (read, mut write) = stream.into_split();
+    let (read, mut writer) = stream.into_split();
     if peer_uid != Some(own_uid) {
         warn!(?peer_uid, "refused a control connection from another user");
         let _ = write_frame(
-            &mut write,
+            &mut writer,
             &error_response(
                 None,
                 "forbidden",
@@ -82,64 +95,74 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
         .await;
         return;
     }
-    let (out_tx, mut out_rx) = mpsc::channel::<ControlResponse>(16);
-    let writer = tokio::spawn(async move {
-        while let Some(response) = out_rx.recv().await {
-            if write_frame(&mut write, &response).await.is_err() {
-                return;
-            }
-        }
-    });
     let mut reader = BufReader::new(read);
     loop {
         let frame = match read_frame(&mut reader).await {
             Ok(Some(frame)) => frame,
-            Ok(None) => break,
+            Ok(None) => return,
             Err(error) => {
                 debug!(%error, "control connection closed on a bad frame");
-                let _ = out_tx
-                    .send(error_response(None, "invalid_frame", &error.to_string()))
-                    .await;
-                break;
+                let _ = write_frame(
+                    &mut writer,
+                    &error_response(None, "invalid_frame", &error.to_string()),
+                )
+                .await;
+                return;
             }
         };
-        let response = match serde_json::from_slice::<ControlRequest>(&frame) {
-            Ok(request) => dispatch(request, handler.as_ref()),
+        let request = match serde_json::from_slice::<ControlRequest>(&frame) {
+            Ok(request) => request,
             Err(error) => {
                 let id = serde_json::from_slice::<serde_json::Value>(&frame)
                     .ok()
                     .and_then(|value| value.get("id").and_then(serde_json::Value::as_u64));
-                error_response(id, "invalid_request", &error.to_string())
+                let response = error_response(id, "invalid_request", &error.to_string());
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+                continue;
             }
         };
-        let stop = response
-            .result
-            .as_ref()
-            .is_some_and(|result| result.get("stopping") == Some(&serde_json::Value::Bool(true)));
-        if out_tx.send(response).await.is_err() {
-            break;
-        }
-        if stop {
-            // Stop only after the answer is queued, so the caller learns that it was accepted.
-            handler.request_stop();
+        let id = Some(request.id);
+        match request.call {
+            ControlCall::Status => {
+                let response = match serde_json::to_value(handler.status()) {
+                    Ok(result) => ok_response(id, result),
+                    Err(error) => error_response(id, "internal", &error.to_string()),
+                };
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            ControlCall::Stop => {
+                let response = ok_response(id, serde_json::json!({ "stopping": true }));
+                // Stop only after the answer is written, so the caller learns it was accepted.
+                let _ = write_frame(&mut writer, &response).await;
+                handler.request_stop();
+            }
+            ControlCall::McpConnect { session_id } => {
+                if let Err(message) = handler.check_mcp_session(&session_id) {
+                    let _ =
+                        write_frame(&mut writer, &error_response(id, "invalid_params", &message))
+                            .await;
+                    continue;
+                }
+                let response = ok_response(id, serde_json::json!({ "session_id": session_id }));
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+                handler.serve_mcp(session_id, reader, writer).await;
+                return;
+            }
         }
     }
-    drop(out_tx);
-    let _ = writer.await;
 }
 
-fn dispatch(request: ControlRequest, handler: &dyn ControlHandler) -> ControlResponse {
-    let result = match request.call {
-        ControlCall::Status => serde_json::to_value(handler.status()),
-        ControlCall::Stop => Ok(serde_json::json!({ "stopping": true })),
-    };
-    match result {
-        Ok(result) => ControlResponse {
-            id: Some(request.id),
-            result: Some(result),
-            error: None,
-        },
-        Err(error) => error_response(Some(request.id), "internal", &error.to_string()),
+fn ok_response(id: Option<u64>, result: serde_json::Value) -> ControlResponse {
+    ControlResponse {
+        id,
+        result: Some(result),
+        error: None,
     }
 }
 

@@ -6,8 +6,10 @@ pub mod control;
 pub mod files;
 pub mod launcher;
 pub mod lock;
+pub mod mcp;
 pub mod run;
+pub mod stdio_proxy;
 pub mod subsystem;
 
-pub use run::{DaemonConfig, FaultInjection, RunOutcome, run};
+pub use run::{DaemonConfig, FaultInjection, McpOptions, RunOutcome, run};
 pub use subsystem::Subsystem;

@@ -14,20 +14,53 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
+use paddock_store::Store;
+use paddock_tools::backend::NoDevices;
+use paddock_tools::discovery::SelectionInput;
+use paddock_tools::{
+    Policy, PolicyProfile, ProcessOptions, Registry, RegistryConfig, SessionKey, StartupSelection,
+    StderrAuditSink,
+};
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
 use crate::control::{ControlHandler, bind_control_socket, serve_control};
 use crate::files;
 use crate::lock::{InstanceLock, LockAttempt};
+use crate::mcp::McpHost;
 use crate::subsystem::{BoxFuture, Subsystem};
 
 /// How long a failed daemon keeps answering `503 Daemon startup failed` before it exits, so
 /// that held requests and status callers can learn why.
 const FAILED_LINGER: Duration = Duration::from_secs(1);
 
+/// MCP settings of the daemon.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// The policy profile every local caller gets (the owner's default is `full`).
+    pub policy: PolicyProfile,
+    /// Startup discovery defaults from the environment and the command line.
+    pub selection: SelectionInput,
+    /// `--debug`: registers tools that need it.
+    pub debug: bool,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        Self {
+            policy: PolicyProfile::Full,
+            selection: SelectionInput::default(),
+            debug: false,
+        }
+    }
+}
+
 /// Everything the daemon needs to run.
 pub struct DaemonConfig {
     /// The launch environment: paths resolve against it.
     pub env: ClientEnv,
     pub ingress: IngressConfig,
+    pub mcp: McpOptions,
     /// How long in-flight HTTP requests may take to finish during shutdown.
     pub drain_timeout: Duration,
     pub subsystems: Vec<Arc<dyn Subsystem>>,
@@ -121,6 +154,7 @@ struct Runtime {
     http_endpoint: String,
     paths: DaemonPaths,
     stop_tx: mpsc::Sender<()>,
+    mcp: Arc<McpHost>,
 }
 
 impl ControlHandler for Runtime {
@@ -137,6 +171,26 @@ impl ControlHandler for Runtime {
 
     fn request_stop(&self) {
         let _ = self.stop_tx.try_send(());
+    }
+
+    fn check_mcp_session(&self, session_id: &str) -> Result<(), String> {
+        SessionKey::parse(session_id)
+            .map(drop)
+            .map_err(|error| error.to_string())
+    }
+
+    fn serve_mcp(
+        &self,
+        session_id: String,
+        reader: BufReader<OwnedReadHalf>,
+        writer: OwnedWriteHalf,
+    ) -> BoxFuture<'static, ()> {
+        let mcp = self.mcp.clone();
+        Box::pin(async move {
+            if let Ok(session) = SessionKey::parse(&session_id) {
+                mcp.serve_socket(session, reader, writer).await;
+            }
+        })
     }
 }
 
@@ -168,6 +222,7 @@ pub async fn run(
         LockAttempt::HeldElsewhere => return Ok(RunOutcome::AlreadyRunning),
     };
     let started = Instant::now();
+    let mcp = build_mcp(&config, &paths, started)?;
 
     // 1. The token exists only in memory until startup finishes.
     let token = generate_token()?;
@@ -206,6 +261,7 @@ pub async fn run(
         http_endpoint: http_endpoint.clone(),
         paths: paths.clone(),
         stop_tx,
+        mcp: mcp.clone(),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(
@@ -214,12 +270,9 @@ pub async fn run(
         serve_stop_rx.clone(),
     ));
     let mut ingress_stop = serve_stop_rx.clone();
-    let ingress_task = tokio::spawn(ingress.serve(
-        paddock_ingress::mcp_not_mounted(),
-        async move {
-            let _ = ingress_stop.wait_for(|stop| *stop).await;
-        },
-    ));
+    let ingress_task = tokio::spawn(ingress.serve(mcp.http_router(), async move {
+        let _ = ingress_stop.wait_for(|stop| *stop).await;
+    }));
 
     let mut signals = Signals::install()?;
 
@@ -292,6 +345,53 @@ pub async fn run(
     drop(lock);
     info!("stopped");
     Ok(outcome)
+}
+
+/// Opens the store and builds the tool registry. Configuration errors (unknown tool names,
+/// conflicting defaults, an unreadable database) fail here, before anything is bound.
+fn build_mcp(
+    config: &DaemonConfig,
+    paths: &DaemonPaths,
+    started: Instant,
+) -> anyhow::Result<Arc<McpHost>> {
+    let database = paths.state_dir.join("paddock.db");
+    let store = Arc::new(Store::open(&database)?);
+    let catalog = paddock_tools::catalog::builtin();
+    let (startup, ignored) = StartupSelection::parse(&catalog, &config.mcp.selection)
+        .context("invalid startup tool selection")?;
+    for name in ignored {
+        info!(
+            tool = %name.name,
+            layer = name.layer,
+            "ignoring an always-on tool in the startup selection: it has no enable/disable state"
+        );
+    }
+    let policy = Arc::new(Policy::for_profile(config.mcp.policy, &catalog));
+    let state_dir = paths.state_dir.clone();
+    let info: paddock_tools::server::InfoSource = Arc::new(move || {
+        serde_json::json!({
+            "pid": std::process::id(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptimeMs": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "stateDir": state_dir,
+        })
+    });
+    let registry = Registry::new(RegistryConfig {
+        catalog,
+        startup,
+        process_options: ProcessOptions {
+            debug: config.mcp.debug,
+        },
+        store,
+        audit: Arc::new(StderrAuditSink),
+        info,
+    });
+    info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");
+    Ok(Arc::new(McpHost::new(
+        registry,
+        policy,
+        Arc::new(NoDevices),
+    )))
 }
 
 /// Removes the token file (only if it is still ours), the PID record (only if it names us) and

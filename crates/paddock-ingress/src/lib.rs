@@ -144,19 +144,12 @@ impl BoundIngress {
     }
 }
 
-/// A router answering 501 on `/mcp`, for a daemon that has no MCP service mounted.
-pub fn mcp_not_mounted() -> Router {
-    Router::new().route(
-        "/mcp",
-        axum::routing::any(|| async {
-            json_error(StatusCode::NOT_IMPLEMENTED, "MCP service is not mounted")
-        }),
-    )
-}
-
 async fn heartbeat() -> Response {
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         r#"{"status":"ok"}"#,
     )
         .into_response()

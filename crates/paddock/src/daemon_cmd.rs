@@ -10,8 +10,10 @@ use clap::{Args, Subcommand};
 use paddock_client::control::StatusResult;
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_daemon::launcher::{self, DetachedLaunch, StartReport, StopReport};
-use paddock_daemon::{DaemonConfig, FaultInjection, RunOutcome};
+use paddock_daemon::{DaemonConfig, FaultInjection, McpOptions, RunOutcome};
 use paddock_ingress::IngressConfig;
+use paddock_tools::PolicyProfile;
+use paddock_tools::discovery::SelectionInput;
 
 use crate::logging::{LogArgs, LogFormat};
 
@@ -50,6 +52,34 @@ pub struct StartArgs {
     /// How long a detached start waits for the daemon to become ready, in seconds.
     #[arg(long, default_value_t = 60)]
     ready_timeout_secs: u64,
+    /// Policy profile for local callers: `readonly`, `no-commerce` or `full` (the owner's default).
+    #[arg(long, env = "PADDOCK_POLICY_PROFILE", default_value = "full")]
+    policy: PolicyProfile,
+    /// List this tool in discovery by default (repeatable; exact name). Wins over
+    /// `PADDOCK_ENABLED_TOOLS`/`PADDOCK_DISABLED_TOOLS`.
+    #[arg(long = "enable-tool", value_name = "TOOL")]
+    enable_tool: Vec<String>,
+    /// Omit this tool from discovery by default (repeatable; exact name).
+    #[arg(long = "disable-tool", value_name = "TOOL")]
+    disable_tool: Vec<String>,
+    /// Register tools that need `--debug` (such as `daemonInfo`).
+    #[arg(long)]
+    debug: bool,
+}
+
+impl Default for StartArgs {
+    fn default() -> Self {
+        Self {
+            foreground: false,
+            port: 0,
+            startup_hold_ms: 30_000,
+            ready_timeout_secs: 60,
+            policy: PolicyProfile::Full,
+            enable_tool: Vec::new(),
+            disable_tool: Vec::new(),
+            debug: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -87,8 +117,25 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
         tracing::warn!(?faults, "fault injection is active");
         subsystems.push(std::sync::Arc::new(faults));
     }
+    let list = |name: &str| {
+        env.var(name)
+            .and_then(|value| value.to_str())
+            .map(paddock_tools::discovery::parse_list)
+            .unwrap_or_default()
+    };
+    let mcp = McpOptions {
+        policy: args.policy,
+        selection: SelectionInput {
+            env_enabled: list("PADDOCK_ENABLED_TOOLS"),
+            env_disabled: list("PADDOCK_DISABLED_TOOLS"),
+            cli_enabled: args.enable_tool.clone(),
+            cli_disabled: args.disable_tool.clone(),
+        },
+        debug: args.debug,
+    };
     let config = DaemonConfig {
         env,
+        mcp,
         ingress: IngressConfig {
             port: args.port,
             startup_hold: Duration::from_millis(args.startup_hold_ms),
@@ -116,11 +163,13 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
     }
 }
 
-async fn start_detached(
+/// How to launch a detached daemon with `args`: this executable, in the foreground, with the
+/// same options. Secrets are never passed as arguments.
+pub fn detached_launch(
     paths: &DaemonPaths,
     args: &StartArgs,
     logging: &LogArgs,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<DetachedLaunch> {
     let program = std::env::current_exe().context("could not locate the paddock executable")?;
     let mut child_args: Vec<OsString> = vec![
         "daemon".into(),
@@ -138,12 +187,30 @@ async fn start_detached(
         LogFormat::Text => "text".into(),
         LogFormat::Json => "json".into(),
     });
-    let launch = DetachedLaunch {
+    child_args.extend(["--policy".into(), args.policy.as_str().into()]);
+    for tool in &args.enable_tool {
+        child_args.extend(["--enable-tool".into(), tool.into()]);
+    }
+    for tool in &args.disable_tool {
+        child_args.extend(["--disable-tool".into(), tool.into()]);
+    }
+    if args.debug {
+        child_args.push("--debug".into());
+    }
+    Ok(DetachedLaunch {
         program,
         args: child_args,
         log_file: paths.state_dir.join("logs").join("daemon.log"),
         ready_timeout: Duration::from_secs(args.ready_timeout_secs),
-    };
+    })
+}
+
+async fn start_detached(
+    paths: &DaemonPaths,
+    args: &StartArgs,
+    logging: &LogArgs,
+) -> anyhow::Result<ExitCode> {
+    let launch = detached_launch(paths, args, logging)?;
     match launcher::start_detached(paths, &launch).await? {
         StartReport::Started(status) => {
             eprintln!(

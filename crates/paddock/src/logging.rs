@@ -23,7 +23,15 @@ pub struct LogArgs {
 }
 
 pub fn init(args: &LogArgs) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(&args.log_level)
+    // rmcp logs every request at info; keep it at warn unless asked for it or for everything.
+    let directives = if args.log_level.contains("rmcp")
+        || ["debug", "trace"].contains(&args.log_level.as_str())
+    {
+        args.log_level.clone()
+    } else {
+        format!("{},rmcp=warn", args.log_level)
+    };
+    let filter = EnvFilter::try_new(&directives)
         .map_err(|error| anyhow::anyhow!("invalid `--log-level` `{}`: {error}", args.log_level))?;
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()

@@ -2,6 +2,7 @@
 
 mod daemon_cmd;
 mod logging;
+mod mcp_cmd;
 
 use std::process::ExitCode;
 
@@ -22,6 +23,9 @@ enum Command {
     /// Start, stop and inspect the per-user daemon.
     #[command(subcommand)]
     Daemon(daemon_cmd::DaemonCommand),
+    /// Serve MCP on stdin/stdout, forwarding to the daemon (started if needed). For MCP clients:
+    /// `claude mcp add paddock -- paddock mcp`.
+    Mcp(mcp_cmd::McpArgs),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Daemon(command) => daemon_cmd::run(command, &cli.logging).await,
+            Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
         }
     });
     match result {

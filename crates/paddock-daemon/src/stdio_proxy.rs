@@ -1,0 +1,213 @@
+//! `paddock mcp`: MCP on stdin/stdout, forwarded over the control socket to the daemon's
+//! in-process MCP transport. Starts the daemon when none runs, and survives a daemon restart:
+//! it reconnects, replays the client's `initialize` handshake (dropping the duplicate answer),
+//! fails the requests that were in flight, and tells the client to refresh its tool list.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use paddock_client::DaemonPaths;
+use paddock_client::control::{ControlCall, ControlRequest, ControlResponse, read_frame};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tracing::{info, warn};
+
+use crate::launcher::{DetachedLaunch, start_detached};
+
+/// How long to keep trying to reach (or start) the daemon.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(60);
+const REPLAY_ID: &str = "paddock-replayed-initialize";
+
+struct Connection {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+/// Runs the proxy until stdin closes.
+pub async fn run(
+    paths: &DaemonPaths,
+    launch: &DetachedLaunch,
+    session_id: &str,
+) -> anyhow::Result<()> {
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let mut connection = connect(paths, launch, session_id).await?;
+    let mut initialize: Option<Value> = None;
+    let mut pending: HashSet<String> = HashSet::new();
+    loop {
+        tokio::select! {
+            line = stdin.next_line() => {
+                let Some(line) = line.context("reading stdin")? else {
+                    let _ = connection.writer.shutdown().await;
+                    return Ok(());
+                };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let message: Value = match serde_json::from_str(&line) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        write_line(&mut stdout, &json!({
+                            "jsonrpc": "2.0", "id": null,
+                            "error": { "code": -32700, "message": format!("Parse error: {error}") }
+                        })).await?;
+                        continue;
+                    }
+                };
+                if message.get("method").and_then(Value::as_str) == Some("initialize") {
+                    initialize = Some(message.clone());
+                }
+                if message.get("method").is_some()
+                    && let Some(id) = message.get("id")
+                {
+                    pending.insert(id.to_string());
+                }
+                if write_line(&mut connection.writer, &message).await.is_err() {
+                    connection = reconnect(paths, launch, session_id, &mut stdout, &mut pending, initialize.as_ref()).await?;
+                }
+            }
+            frame = read_frame(&mut connection.reader) => {
+                match frame {
+                    Ok(Some(bytes)) => {
+                        if let Ok(message) = serde_json::from_slice::<Value>(&bytes)
+                            && message.get("method").is_none()
+                            && let Some(id) = message.get("id")
+                        {
+                            pending.remove(&id.to_string());
+                        }
+                        stdout.write_all(&bytes).await?;
+                        stdout.write_all(b"\n").await?;
+                        stdout.flush().await?;
+                    }
+                    Ok(None) | Err(_) => {
+                        connection = reconnect(paths, launch, session_id, &mut stdout, &mut pending, initialize.as_ref()).await?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn reconnect(
+    paths: &DaemonPaths,
+    launch: &DetachedLaunch,
+    session_id: &str,
+    stdout: &mut tokio::io::Stdout,
+    pending: &mut HashSet<String>,
+    initialize: Option<&Value>,
+) -> anyhow::Result<Connection> {
+    warn!("lost the daemon connection; reconnecting");
+    for id in pending.drain() {
+        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        write_line(stdout, &json!({
+            "jsonrpc": "2.0", "id": id,
+            "error": { "code": -32603, "message": "The Paddock daemon restarted while this request was in flight; retry it. Device sessions ended with the restart: acquire a device again." }
+        })).await?;
+    }
+    let mut connection = connect(paths, launch, session_id).await?;
+    if let Some(initialize) = initialize {
+        let mut replay = initialize.clone();
+        replay["id"] = json!(REPLAY_ID);
+        write_line(&mut connection.writer, &replay).await?;
+        loop {
+            let frame = read_frame(&mut connection.reader)
+                .await?
+                .context("the daemon closed the connection during the replayed handshake")?;
+            let message: Value = serde_json::from_slice(&frame)?;
+            if message.get("id") == Some(&json!(REPLAY_ID)) {
+                break;
+            }
+        }
+        write_line(
+            &mut connection.writer,
+            &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        )
+        .await?;
+        write_line(
+            stdout,
+            &json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }),
+        )
+        .await?;
+    }
+    info!("reconnected to the daemon");
+    Ok(connection)
+}
+
+/// Connects to the daemon's control socket and switches the connection to MCP, starting the
+/// daemon first when none answers.
+async fn connect(
+    paths: &DaemonPaths,
+    launch: &DetachedLaunch,
+    session_id: &str,
+) -> anyhow::Result<Connection> {
+    let deadline = tokio::time::Instant::now() + CONNECT_DEADLINE;
+    loop {
+        match try_connect(paths, session_id).await {
+            Ok(connection) => return Ok(connection),
+            Err(error) if tokio::time::Instant::now() >= deadline => return Err(error),
+            Err(_) => {}
+        }
+        match start_detached(paths, launch).await {
+            Ok(_) => {}
+            Err(error) if tokio::time::Instant::now() >= deadline => {
+                return Err(error.context("could not start the Paddock daemon"));
+            }
+            // Another client may be starting it at the same moment; try again shortly.
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+async fn try_connect(paths: &DaemonPaths, session_id: &str) -> anyhow::Result<Connection> {
+    let stream = UnixStream::connect(&paths.socket)
+        .await
+        .with_context(|| format!("connecting to `{}`", paths.socket.display()))?;
+    let (read, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let request = ControlRequest {
+        id: 1,
+        call: ControlCall::McpConnect {
+            session_id: session_id.to_owned(),
+        },
+    };
+    write_line(&mut writer, &request).await?;
+    let frame = read_frame(&mut reader)
+        .await?
+        .context("the daemon closed the control connection")?;
+    let response: ControlResponse = serde_json::from_slice(&frame)?;
+    if let Some(error) = response.error {
+        bail!(
+            "the daemon refused the MCP connection: [{}] {}",
+            error.code,
+            error.message
+        );
+    }
+    Ok(Connection { reader, writer })
+}
+
+async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
+    writer: &mut W,
+    value: &T,
+) -> anyhow::Result<()> {
+    let mut bytes = serde_json::to_vec(value)?;
+    bytes.push(b'\n');
+    writer.write_all(&bytes).await?;
+    writer.flush().await?;
+    Ok(())
+}
+
+/// A fresh session id for one `paddock mcp` process: `stdio-` and 16 random hex digits.
+pub fn new_session_id() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+    Ok(format!(
+        "stdio-{}",
+        bytes
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect::<String>()
+    ))
+}

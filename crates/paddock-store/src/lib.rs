@@ -1,0 +1,332 @@
+//! Persistence for the daemon, in one SQLite file in the state directory.
+//!
+//! What lives here must survive a daemon restart: the discovery choices made with
+//! `setToolEnabled`, per scope, and the sessions the daemon has seen. Reads are served from an
+//! in-memory copy that is loaded once and written through, so the request path never waits on
+//! the disk for a read.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, params};
+
+/// Which set of discovery choices a write or read concerns.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ChoiceScope {
+    /// A connection profile: the calling principal or connection.
+    Profile(String),
+    /// A routing session, named by its session key.
+    Session(String),
+}
+
+impl ChoiceScope {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Profile(_) => "profile",
+            Self::Session(_) => "session",
+        }
+    }
+
+    fn key(&self) -> &str {
+        match self {
+            Self::Profile(key) | Self::Session(key) => key,
+        }
+    }
+}
+
+/// Per-tool choices of one scope: `true` enabled for discovery, `false` omitted.
+pub type Choices = BTreeMap<String, bool>;
+
+/// Errors of the store. Messages name the database path.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("could not open the state database `{path}`")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("state database `{path}` failed")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+/// The daemon's store.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+    choices: RwLock<HashMap<ChoiceScope, Choices>>,
+    sessions: RwLock<HashSet<String>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and loads it.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let open_error = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let connection = Connection::open(path).map_err(open_error)?;
+        connection
+            .execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = NORMAL;
+                 PRAGMA busy_timeout = 5000;
+                 CREATE TABLE IF NOT EXISTS tool_choices (
+                     scope_kind TEXT NOT NULL,
+                     scope_key TEXT NOT NULL,
+                     tool TEXT NOT NULL,
+                     enabled INTEGER NOT NULL,
+                     updated_at_ms INTEGER NOT NULL,
+                     PRIMARY KEY (scope_kind, scope_key, tool)
+                 );
+                 CREATE TABLE IF NOT EXISTS sessions (
+                     session_key TEXT PRIMARY KEY,
+                     first_seen_ms INTEGER NOT NULL
+                 );",
+            )
+            .map_err(open_error)?;
+        let store = Self {
+            path: path.to_path_buf(),
+            connection: Mutex::new(connection),
+            choices: RwLock::new(HashMap::new()),
+            sessions: RwLock::new(HashSet::new()),
+        };
+        store.load()?;
+        Ok(store)
+    }
+
+    fn sqlite_error(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn load(&self) -> Result<(), StoreError> {
+        let connection = self.connection();
+        let mut choices: HashMap<ChoiceScope, Choices> = HashMap::new();
+        let mut statement = connection
+            .prepare("SELECT scope_kind, scope_key, tool, enabled FROM tool_choices")
+            .map_err(|error| self.sqlite_error(error))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, bool>(3)?,
+                ))
+            })
+            .map_err(|error| self.sqlite_error(error))?;
+        for row in rows {
+            let (kind, key, tool, enabled) = row.map_err(|error| self.sqlite_error(error))?;
+            let scope = match kind.as_str() {
+                "session" => ChoiceScope::Session(key),
+                _ => ChoiceScope::Profile(key),
+            };
+            choices.entry(scope).or_default().insert(tool, enabled);
+        }
+        let mut sessions = HashSet::new();
+        let mut statement = connection
+            .prepare("SELECT session_key FROM sessions")
+            .map_err(|error| self.sqlite_error(error))?;
+        let rows = statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(|error| self.sqlite_error(error))?;
+        for row in rows {
+            sessions.insert(row.map_err(|error| self.sqlite_error(error))?);
+        }
+        *self.choices.write().unwrap_or_else(|p| p.into_inner()) = choices;
+        *self.sessions.write().unwrap_or_else(|p| p.into_inner()) = sessions;
+        Ok(())
+    }
+
+    /// The persisted choices of `scope` (empty when none were made).
+    pub fn choices(&self, scope: &ChoiceScope) -> Choices {
+        self.choices
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(scope)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Applies `changes` to `scope` atomically: all rows land in one transaction, or none do.
+    pub fn write_choices(&self, scope: &ChoiceScope, changes: &Choices) -> Result<(), StoreError> {
+        let now = now_ms();
+        {
+            let mut connection = self.connection();
+            let transaction = connection
+                .transaction()
+                .map_err(|error| self.sqlite_error(error))?;
+            for (tool, enabled) in changes {
+                transaction
+                    .execute(
+                        "INSERT INTO tool_choices (scope_kind, scope_key, tool, enabled, updated_at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT (scope_kind, scope_key, tool)
+                         DO UPDATE SET enabled = excluded.enabled, updated_at_ms = excluded.updated_at_ms",
+                        params![scope.kind(), scope.key(), tool, enabled, now],
+                    )
+                    .map_err(|error| self.sqlite_error(error))?;
+            }
+            transaction
+                .commit()
+                .map_err(|error| self.sqlite_error(error))?;
+        }
+        let mut cache = self.choices.write().unwrap_or_else(|p| p.into_inner());
+        let entry = cache.entry(scope.clone()).or_default();
+        for (tool, enabled) in changes {
+            entry.insert(tool.clone(), *enabled);
+        }
+        Ok(())
+    }
+
+    /// Removes every saved choice of `scope`; returns how many there were.
+    pub fn clear_choices(&self, scope: &ChoiceScope) -> Result<usize, StoreError> {
+        let removed = self
+            .connection()
+            .execute(
+                "DELETE FROM tool_choices WHERE scope_kind = ?1 AND scope_key = ?2",
+                params![scope.kind(), scope.key()],
+            )
+            .map_err(|error| self.sqlite_error(error))?;
+        self.choices
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(scope);
+        Ok(removed)
+    }
+
+    /// Reads the choices of `scope` from the database itself rather than the in-memory copy, to
+    /// confirm what a write left on disk.
+    pub fn read_choices_from_disk(&self, scope: &ChoiceScope) -> Result<Choices, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection
+            .prepare(
+                "SELECT tool, enabled FROM tool_choices WHERE scope_kind = ?1 AND scope_key = ?2",
+            )
+            .map_err(|error| self.sqlite_error(error))?;
+        let rows = statement
+            .query_map(params![scope.kind(), scope.key()], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
+            })
+            .map_err(|error| self.sqlite_error(error))?;
+        rows.collect::<Result<Choices, _>>()
+            .map_err(|error| self.sqlite_error(error))
+    }
+
+    /// Records that a session key has been used; cheap after the first time.
+    pub fn record_session(&self, session_key: &str) -> Result<(), StoreError> {
+        if self
+            .sessions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(session_key)
+        {
+            return Ok(());
+        }
+        self.connection()
+            .execute(
+                "INSERT OR IGNORE INTO sessions (session_key, first_seen_ms) VALUES (?1, ?2)",
+                params![session_key, now_ms()],
+            )
+            .map_err(|error| self.sqlite_error(error))?;
+        self.sessions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session_key.to_owned());
+        Ok(())
+    }
+
+    /// Whether a session key has ever been used with this state directory.
+    pub fn session_known(&self, session_key: &str) -> bool {
+        self.sessions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(session_key)
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_and_sessions_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paddock.db");
+        let profile = ChoiceScope::Profile("http:owner".into());
+        let session = ChoiceScope::Session("s1".into());
+        {
+            let store = Store::open(&path).unwrap();
+            store
+                .write_choices(
+                    &profile,
+                    &Choices::from([("a".into(), false), ("b".into(), true)]),
+                )
+                .unwrap();
+            store
+                .write_choices(&profile, &Choices::from([("a".into(), true)]))
+                .unwrap();
+            store
+                .write_choices(&session, &Choices::from([("c".into(), true)]))
+                .unwrap();
+            store.record_session("s1").unwrap();
+            store.record_session("s1").unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.choices(&profile),
+            Choices::from([("a".into(), true), ("b".into(), true)])
+        );
+        assert_eq!(store.choices(&session), Choices::from([("c".into(), true)]));
+        assert!(
+            store
+                .choices(&ChoiceScope::Session("other".into()))
+                .is_empty()
+        );
+        assert!(store.session_known("s1"));
+        assert!(!store.session_known("s2"));
+        assert_eq!(
+            store.read_choices_from_disk(&profile).unwrap(),
+            store.choices(&profile)
+        );
+        assert_eq!(store.clear_choices(&profile).unwrap(), 2);
+        assert!(store.choices(&profile).is_empty());
+        assert!(store.read_choices_from_disk(&profile).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_corrupt_database_is_a_typed_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paddock.db");
+        std::fs::write(
+            &path,
+            b"this is not a sqlite database at all, not even close......",
+        )
+        .unwrap();
+        let error = Store::open(&path).unwrap_err();
+        assert!(error.to_string().contains("paddock.db"), "{error}");
+    }
+}

@@ -1,0 +1,27 @@
+//! Paddock's MCP tool core. It knows no transport and no auth scheme: a transport builds a
+//! [`ToolCtx`] (who is calling, under which policy, in which session, against which backend)
+//! and gets an rmcp server for one request or connection from [`Registry::server`].
+//!
+//! Everything a client can observe about the tool surface is decided here: which tools exist
+//! ([`catalog`]), which a policy allows ([`policy`]), which are advertised in `tools/list`
+//! ([`discovery`]), how errors read ([`error`]) and what is audited ([`audit`]).
+
+pub mod audit;
+pub mod auth;
+pub mod backend;
+pub mod catalog;
+pub mod discovery;
+pub mod error;
+mod handlers;
+pub mod policy;
+pub mod server;
+pub mod session;
+
+pub use audit::{AuditSink, StderrAuditSink, ToolCallEvent};
+pub use auth::{AuthContext, AuthKind};
+pub use backend::Backend;
+pub use discovery::{ProcessOptions, StartupSelection};
+pub use error::{ToolError, ToolErrorCode};
+pub use policy::{Policy, PolicyProfile};
+pub use server::{Registry, RegistryConfig, ToolCtx};
+pub use session::SessionKey;

@@ -1,0 +1,242 @@
+//! Policy: which tools and bundle operations a deployment ever allows, fail-closed (spec 002
+//! "Policy / allowlisting"). A tool outside the allowlist is not registered at all; an
+//! operation outside a bundle's allowlist gets a typed error before the backend is called.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::catalog::ToolDef;
+
+/// The three built-in profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyProfile {
+    /// Reading tools only; bundles narrowed to their read operations.
+    Readonly,
+    /// Everything except tools and operations that create or destroy devices.
+    NoCommerce,
+    /// Every tool, no operation gates. Never implied: it must be chosen.
+    Full,
+}
+
+impl PolicyProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Readonly => "readonly",
+            Self::NoCommerce => "no-commerce",
+            Self::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for PolicyProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy profile `{0}`; expected `readonly`, `no-commerce` or `full`")]
+pub struct UnknownProfile(pub String);
+
+impl FromStr for PolicyProfile {
+    type Err = UnknownProfile;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "readonly" => Ok(Self::Readonly),
+            "no-commerce" => Ok(Self::NoCommerce),
+            "full" => Ok(Self::Full),
+            other => Err(UnknownProfile(other.to_owned())),
+        }
+    }
+}
+
+/// A tool allowlist and per-bundle operation allowlists. There is no implicit "everything":
+/// an empty policy allows nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    name: String,
+    tools: BTreeSet<String>,
+    operations: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Policy {
+    /// A policy that allows nothing.
+    pub fn empty() -> Self {
+        Self {
+            name: "empty".to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// A custom policy.
+    pub fn new(
+        name: impl Into<String>,
+        tools: BTreeSet<String>,
+        operations: BTreeMap<String, BTreeSet<String>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            tools,
+            operations,
+        }
+    }
+
+    /// Every tool of `catalog`, with no operation gates.
+    pub fn full_access(catalog: &[ToolDef]) -> Self {
+        Self::for_profile(PolicyProfile::Full, catalog)
+    }
+
+    /// The policy of a built-in profile over `catalog`.
+    pub fn for_profile(profile: PolicyProfile, catalog: &[ToolDef]) -> Self {
+        let mut tools = BTreeSet::new();
+        let mut operations = BTreeMap::new();
+        for tool in catalog {
+            let admitted: Option<BTreeSet<String>> = match profile {
+                PolicyProfile::Full => Some(all_operations(tool)),
+                PolicyProfile::NoCommerce => (!tool.commerce).then(|| {
+                    tool.operations
+                        .iter()
+                        .filter(|operation| !operation.commerce)
+                        .map(|operation| operation.name.to_owned())
+                        .collect()
+                }),
+                PolicyProfile::Readonly => {
+                    if tool.commerce {
+                        None
+                    } else if tool.is_bundle() {
+                        let reads: BTreeSet<String> = tool
+                            .operations
+                            .iter()
+                            .filter(|operation| operation.read_only && !operation.commerce)
+                            .map(|operation| operation.name.to_owned())
+                            .collect();
+                        (!reads.is_empty()).then_some(reads)
+                    } else {
+                        (tool.hints.read_only || tool.is_always_on()).then(BTreeSet::new)
+                    }
+                }
+            };
+            let Some(admitted) = admitted else { continue };
+            if tool.is_bundle() && admitted.is_empty() {
+                continue;
+            }
+            tools.insert(tool.name.to_owned());
+            if tool.is_bundle() && admitted != all_operations(tool) {
+                operations.insert(tool.name.to_owned(), admitted);
+            }
+        }
+        Self {
+            name: profile.as_str().to_owned(),
+            tools,
+            operations,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn allows_tool(&self, name: &str) -> bool {
+        self.tools.contains(name)
+    }
+
+    /// Whether `operation` of bundle `tool` may run; ungated bundles allow every operation.
+    pub fn allows_operation(&self, tool: &str, operation: &str) -> bool {
+        self.operations
+            .get(tool)
+            .is_none_or(|allowed| allowed.contains(operation))
+    }
+
+    /// The narrowed operation set of `tool`, if the policy narrows it.
+    pub fn narrowed_operations(&self, tool: &str) -> Option<&BTreeSet<String>> {
+        self.operations.get(tool)
+    }
+
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(String::as_str)
+    }
+}
+
+fn all_operations(tool: &ToolDef) -> BTreeSet<String> {
+    tool.operations
+        .iter()
+        .map(|operation| operation.name.to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::builtin;
+
+    #[test]
+    fn profiles_over_the_builtin_catalog() {
+        let catalog = builtin();
+        let full = Policy::for_profile(PolicyProfile::Full, &catalog);
+        assert_eq!(full.tool_names().count(), catalog.len());
+        assert!(full.allows_operation("discovery", "reset"));
+
+        let readonly = Policy::for_profile(PolicyProfile::Readonly, &catalog);
+        assert!(readonly.allows_tool("listDevices"));
+        assert!(readonly.allows_tool("setToolEnabled"));
+        assert!(readonly.allows_operation("discovery", "status"));
+        assert!(!readonly.allows_operation("discovery", "reset"));
+
+        let no_commerce = Policy::for_profile(PolicyProfile::NoCommerce, &catalog);
+        assert!(no_commerce.allows_operation("discovery", "reset"));
+        assert!(no_commerce.narrowed_operations("discovery").is_none());
+    }
+
+    #[test]
+    fn commerce_tools_and_operations_are_excluded() {
+        use crate::catalog::{DiscoveryClass, Hints, OperationDef};
+        const OPS: &[OperationDef] = &[
+            OperationDef {
+                name: "list",
+                read_only: true,
+                commerce: false,
+            },
+            OperationDef {
+                name: "buy",
+                read_only: false,
+                commerce: true,
+            },
+        ];
+        let mut bundle = builtin().remove(1);
+        bundle.name = "shop";
+        bundle.operations = OPS;
+        let mut creator = builtin().remove(1);
+        creator.name = "provisionDevice";
+        creator.commerce = true;
+        creator.hints = Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: false,
+        };
+        creator.discovery = DiscoveryClass::AlwaysOn;
+        let catalog = vec![bundle, creator];
+        let no_commerce = Policy::for_profile(PolicyProfile::NoCommerce, &catalog);
+        assert!(!no_commerce.allows_tool("provisionDevice"));
+        assert!(no_commerce.allows_operation("shop", "list"));
+        assert!(!no_commerce.allows_operation("shop", "buy"));
+        let readonly = Policy::for_profile(PolicyProfile::Readonly, &catalog);
+        assert!(!readonly.allows_tool("provisionDevice"));
+        assert_eq!(
+            readonly.narrowed_operations("shop").map(|ops| ops.len()),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn the_empty_policy_allows_nothing_and_profiles_parse_strictly() {
+        let empty = Policy::empty();
+        assert_eq!(empty.tool_names().count(), 0);
+        assert!(!empty.allows_tool("setToolEnabled"));
+        assert_eq!("readonly".parse(), Ok(PolicyProfile::Readonly));
+        assert!("Full".parse::<PolicyProfile>().is_err());
+        assert!("".parse::<PolicyProfile>().is_err());
+    }
+}

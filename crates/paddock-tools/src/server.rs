@@ -1,0 +1,534 @@
+//! The registry and the rmcp server it hands out per request (HTTP) or per connection (socket).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::FutureExt as _;
+use paddock_store::{ChoiceScope, Choices, Store};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tracing::warn;
+
+use crate::audit::{AuditAuth, AuditSink, Outcome, ToolCallEvent};
+use crate::auth::AuthContext;
+use crate::backend::Backend;
+use crate::catalog::ToolDef;
+use crate::discovery::{Layer, ProcessOptions, StartupSelection};
+use crate::error::ToolError;
+use crate::handlers;
+use crate::policy::Policy;
+use crate::session::{IN_BAND_ARGUMENT, SESSION_HEADER, SessionKey};
+
+/// Produces the daemon-specific part of `daemonInfo`.
+pub type InfoSource = Arc<dyn Fn() -> Value + Send + Sync>;
+
+/// What a registry is built from.
+pub struct RegistryConfig {
+    pub catalog: Vec<ToolDef>,
+    pub startup: StartupSelection,
+    pub process_options: ProcessOptions,
+    pub store: Arc<Store>,
+    pub audit: Arc<dyn AuditSink>,
+    pub info: InfoSource,
+}
+
+impl std::fmt::Debug for RegistryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryConfig")
+            .field("tools", &self.catalog.len())
+            .field("process_options", &self.process_options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything a tool call knows about its caller. Built by the transport.
+#[derive(Clone)]
+pub struct ToolCtx {
+    pub auth: AuthContext,
+    pub policy: Arc<Policy>,
+    /// The connection profile's key (the caller's principal or connection).
+    pub profile: String,
+    /// The routing session fixed by the transport (a socket connection); HTTP requests name
+    /// theirs per request.
+    pub session: Option<SessionKey>,
+    pub backend: Arc<dyn Backend>,
+}
+
+impl std::fmt::Debug for ToolCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCtx")
+            .field("auth", &self.auth)
+            .field("policy", &self.policy.name())
+            .field("profile", &self.profile)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+struct LiveConnection {
+    ctx: ToolCtx,
+    peer: Peer<RoleServer>,
+    advertised: BTreeSet<String>,
+}
+
+/// The tool surface of one daemon: catalog, discovery state, audit, live connections.
+pub struct Registry {
+    catalog: Vec<ToolDef>,
+    schemas: HashMap<&'static str, Arc<JsonObject>>,
+    pub(crate) startup: StartupSelection,
+    pub(crate) process_options: ProcessOptions,
+    pub(crate) store: Arc<Store>,
+    audit: Arc<dyn AuditSink>,
+    pub(crate) info: InfoSource,
+    connections: Mutex<HashMap<u64, LiveConnection>>,
+    next_connection: AtomicU64,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.catalog.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    pub fn new(config: RegistryConfig) -> Arc<Self> {
+        let schemas = config
+            .catalog
+            .iter()
+            .map(|tool| {
+                let schema = match &tool.input_schema {
+                    Value::Object(map) => map.clone(),
+                    _ => JsonObject::new(),
+                };
+                (tool.name, Arc::new(schema))
+            })
+            .collect();
+        Arc::new(Self {
+            catalog: config.catalog,
+            schemas,
+            startup: config.startup,
+            process_options: config.process_options,
+            store: config.store,
+            audit: config.audit,
+            info: config.info,
+            connections: Mutex::new(HashMap::new()),
+            next_connection: AtomicU64::new(1),
+        })
+    }
+
+    pub fn catalog(&self) -> &[ToolDef] {
+        &self.catalog
+    }
+
+    /// An rmcp server for one HTTP request.
+    pub fn server(self: &Arc<Self>, ctx: ToolCtx) -> McpServer {
+        McpServer {
+            ctx,
+            registry: self.clone(),
+            connection: None,
+        }
+    }
+
+    /// An rmcp server for a long-lived connection; pair it with [`Registry::attach`] once the
+    /// handshake is done so the connection gets `notifications/tools/list_changed`.
+    pub fn connection_server(self: &Arc<Self>, ctx: ToolCtx) -> (McpServer, u64) {
+        let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        (
+            McpServer {
+                ctx,
+                registry: self.clone(),
+                connection: Some(id),
+            },
+            id,
+        )
+    }
+
+    /// Starts sending list-changed notifications to connection `id`; detach on close.
+    pub fn attach(&self, id: u64, ctx: ToolCtx, peer: Peer<RoleServer>) {
+        let advertised = self.listed_names(&ctx, ctx.session.as_ref());
+        self.lock_connections().insert(
+            id,
+            LiveConnection {
+                ctx,
+                peer,
+                advertised,
+            },
+        );
+    }
+
+    pub fn detach(&self, id: u64) {
+        self.lock_connections().remove(&id);
+    }
+
+    /// Records that `session` has been used, so `sessionUuid` may name it.
+    pub fn record_session(&self, session: &SessionKey) -> Result<(), paddock_store::StoreError> {
+        self.store.record_session(session.as_str())
+    }
+
+    pub fn live_connections(&self) -> usize {
+        self.lock_connections().len()
+    }
+
+    fn lock_connections(&self) -> std::sync::MutexGuard<'_, HashMap<u64, LiveConnection>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.catalog.iter().find(|tool| tool.name == name)
+    }
+
+    /// Whether `tool` exists for this caller at all: allowed by policy, its process option
+    /// given, and not plan-only.
+    pub(crate) fn visible(&self, tool: &ToolDef, ctx: &ToolCtx) -> bool {
+        ctx.policy.allows_tool(tool.name)
+            && self.process_options.satisfies(tool.requires)
+            && !tool.plan_only
+    }
+
+    pub(crate) fn profile_choices(&self, ctx: &ToolCtx) -> Choices {
+        self.store
+            .choices(&ChoiceScope::Profile(ctx.profile.clone()))
+    }
+
+    pub(crate) fn session_choices(&self, session: Option<&SessionKey>) -> Choices {
+        session
+            .map(|key| {
+                self.store
+                    .choices(&ChoiceScope::Session(key.as_str().to_owned()))
+            })
+            .unwrap_or_default()
+    }
+
+    /// Visible tools with their discovery state and deciding layer.
+    pub(crate) fn resolve_all(
+        &self,
+        ctx: &ToolCtx,
+        profile: &Choices,
+        session: &Choices,
+    ) -> Vec<(&ToolDef, bool, Layer)> {
+        self.catalog
+            .iter()
+            .filter(|tool| self.visible(tool, ctx))
+            .map(|tool| {
+                let (enabled, layer) = self.startup.resolve(tool, profile, session);
+                (tool, enabled, layer)
+            })
+            .collect()
+    }
+
+    /// Names `tools/list` shows to this caller in `session`.
+    pub fn listed_names(&self, ctx: &ToolCtx, session: Option<&SessionKey>) -> BTreeSet<String> {
+        let profile = self.profile_choices(ctx);
+        let session = self.session_choices(session);
+        self.resolve_all(ctx, &profile, &session)
+            .into_iter()
+            .filter(|(_, enabled, _)| *enabled)
+            .map(|(tool, _, _)| tool.name.to_owned())
+            .collect()
+    }
+
+    /// Sends `notifications/tools/list_changed` to each live connection whose listed set
+    /// changed.
+    pub(crate) fn discovery_changed(&self) {
+        let mut connections = self.lock_connections();
+        for connection in connections.values_mut() {
+            let now = self.listed_names(&connection.ctx, connection.ctx.session.as_ref());
+            if now != connection.advertised {
+                connection.advertised = now;
+                let peer = connection.peer.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = peer.notify_tool_list_changed().await {
+                        warn!(%error, "could not send tools/list_changed");
+                    }
+                });
+            }
+        }
+    }
+
+    fn tool_description(&self, tool: &ToolDef, policy: &Policy) -> String {
+        match policy.narrowed_operations(tool.name) {
+            Some(allowed) => format!(
+                "{} Allowed operations under the `{}` policy: {}.",
+                tool.description,
+                policy.name(),
+                allowed
+                    .iter()
+                    .map(|operation| format!("`{operation}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => tool.description.to_owned(),
+        }
+    }
+
+    pub(crate) fn mcp_tool(&self, tool: &ToolDef, policy: &Policy) -> Tool {
+        let schema = self
+            .schemas
+            .get(tool.name)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(JsonObject::new()));
+        Tool::new(tool.name, self.tool_description(tool, policy), schema)
+            .with_title(tool.title)
+            .with_annotations(
+                ToolAnnotations::new()
+                    .read_only(tool.hints.read_only)
+                    .destructive(tool.hints.destructive)
+                    .idempotent(tool.hints.idempotent)
+                    .open_world(tool.hints.open_world),
+            )
+    }
+
+    fn record(&self, ctx: &ToolCtx, call: AuditCall<'_>) {
+        let name: String = call.tool.chars().take(128).collect();
+        self.audit.record(&ToolCallEvent {
+            tool_name: name,
+            operation: call.operation,
+            outcome: call.outcome,
+            duration_ms: u64::try_from(call.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            request_id: call.request_id,
+            auth: AuditAuth {
+                kind: ctx.auth.kind().as_str(),
+                subject: ctx.auth.subject().to_owned(),
+                owner_id: ctx.auth.owner_id().map(str::to_owned),
+                client_id: ctx.auth.client_id().map(str::to_owned),
+            },
+        });
+    }
+}
+
+struct AuditCall<'a> {
+    tool: &'a str,
+    operation: Option<String>,
+    outcome: Outcome,
+    started: Instant,
+    request_id: Option<String>,
+}
+
+/// The per-request (or per-connection) rmcp server.
+#[derive(Clone)]
+pub struct McpServer {
+    ctx: ToolCtx,
+    registry: Arc<Registry>,
+    connection: Option<u64>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("ctx", &self.ctx)
+            .field("connection", &self.connection)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The arguments a handler receives, with the session already resolved.
+pub(crate) struct Call<'a> {
+    pub registry: &'a Registry,
+    pub ctx: &'a ToolCtx,
+    pub session: Option<SessionKey>,
+    pub arguments: JsonObject,
+}
+
+impl McpServer {
+    /// The session key of a request: the transport's, the header's, or the in-band argument's
+    /// (which is removed from `arguments`). Disagreeing keys are an error.
+    fn request_session(
+        &self,
+        context: &RequestContext<RoleServer>,
+        arguments: Option<&mut JsonObject>,
+    ) -> Result<Option<SessionKey>, ToolError> {
+        let header = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get(SESSION_HEADER))
+            .map(|value| {
+                value
+                    .to_str()
+                    .map_err(|_| ToolError::invalid_input("session id header is not ASCII"))
+                    .and_then(SessionKey::parse)
+            })
+            .transpose()?;
+        let in_band = match arguments.and_then(|arguments| arguments.remove(IN_BAND_ARGUMENT)) {
+            None => None,
+            Some(Value::String(text)) => Some(SessionKey::parse(&text)?),
+            Some(_) => {
+                return Err(ToolError::invalid_input(format!(
+                    "`{IN_BAND_ARGUMENT}` must be a string"
+                )));
+            }
+        };
+        let mut chosen = self.ctx.session.clone();
+        for candidate in [header, in_band].into_iter().flatten() {
+            match &chosen {
+                Some(existing) if *existing != candidate => {
+                    return Err(ToolError::invalid_input(
+                        "the request names two different session ids",
+                    ));
+                }
+                _ => chosen = Some(candidate),
+            }
+        }
+        if let Some(key) = &chosen
+            && let Err(error) = self.registry.store.record_session(key.as_str())
+        {
+            warn!(error = %error, "could not record session");
+        }
+        Ok(chosen)
+    }
+}
+
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown tool: `{name}`"), None)
+}
+
+fn error_result(error: &ToolError) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into()
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let session = self
+            .request_session(&context, None)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let names = self.registry.listed_names(&self.ctx, session.as_ref());
+        let tools = self
+            .registry
+            .catalog
+            .iter()
+            .filter(|tool| names.contains(tool.name))
+            .map(|tool| self.registry.mcp_tool(tool, &self.ctx.policy))
+            .collect();
+        if let Some(id) = self.connection
+            && let Some(connection) = self.registry.lock_connections().get_mut(&id)
+        {
+            connection.advertised = names;
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let registry = &self.registry;
+        let request_id = Some(context.id.to_string());
+        let name = request.name.as_ref();
+        let audit = |outcome, operation: Option<String>| {
+            registry.record(
+                &self.ctx,
+                AuditCall {
+                    tool: name,
+                    operation,
+                    outcome,
+                    started,
+                    request_id: request_id.clone(),
+                },
+            );
+        };
+        let Some(tool) = registry.tool(name) else {
+            audit(Outcome::Error, None);
+            return Err(unknown_tool(name));
+        };
+        if !registry.visible(tool, &self.ctx) {
+            // Indistinguishable from an unknown tool for the caller; the audit says why.
+            audit(Outcome::Denied, None);
+            return Err(unknown_tool(name));
+        }
+        let mut arguments = request.arguments.unwrap_or_default();
+        let session = match self.request_session(&context, Some(&mut arguments)) {
+            Ok(session) => session,
+            Err(error) => {
+                audit(Outcome::Error, None);
+                return Ok(error_result(&error));
+            }
+        };
+        let mut operation = None;
+        if tool.is_bundle() {
+            let requested = match arguments.get("operation") {
+                Some(Value::String(text)) if tool.operation(text).is_some() => text.clone(),
+                _ => {
+                    let error = ToolError::invalid_input(format!(
+                        "`{}` needs `operation`, one of: {}",
+                        tool.name,
+                        tool.operations
+                            .iter()
+                            .map(|operation| operation.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    audit(Outcome::Error, None);
+                    return Ok(error_result(&error));
+                }
+            };
+            if !self.ctx.policy.allows_operation(tool.name, &requested) {
+                let error = ToolError::forbidden(format!(
+                    "operation `{requested}` of `{}` is not allowed by the `{}` policy profile",
+                    tool.name,
+                    self.ctx.policy.name()
+                ));
+                audit(Outcome::Denied, Some(requested));
+                return Ok(error_result(&error));
+            }
+            operation = Some(requested);
+        }
+        let call = Call {
+            registry,
+            ctx: &self.ctx,
+            session,
+            arguments,
+        };
+        // A panic in a handler becomes a typed error for this call; the daemon keeps serving.
+        let outcome = std::panic::AssertUnwindSafe(handlers::dispatch(tool.name, call))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                Err(ToolError::internal(format!(
+                    "`{}` failed unexpectedly; the daemon logged the details",
+                    tool.name
+                )))
+            });
+        match outcome {
+            Ok(value) => {
+                audit(Outcome::Ok, operation);
+                Ok(CallToolResult::structured(value).into())
+            }
+            Err(error) => {
+                let outcome = if error.is_forbidden() {
+                    Outcome::Denied
+                } else {
+                    Outcome::Error
+                };
+                audit(outcome, operation);
+                Ok(error_result(&error))
+            }
+        }
+    }
+}
