@@ -166,28 +166,43 @@ pub async fn stop(paths: &DaemonPaths, timeout: Duration) -> anyhow::Result<Stop
             }
         }
     }
-    if wait_for_exit(paths, deadline).await? {
-        return Ok(StopReport::Stopped {
-            pid: record.map(|record| record.pid),
-        });
+    let pid = record.as_ref().map(|record| record.pid);
+    if wait_for_exit(paths, pid, deadline).await? {
+        return Ok(StopReport::Stopped { pid });
     }
-    let Some(record) = record else {
+    let Some(pid) = pid else {
         anyhow::bail!("the daemon did not stop within {timeout:?} and has no PID record to kill");
     };
-    send_signal(record.pid, rustix::process::Signal::KILL);
-    if !wait_for_exit(paths, Instant::now() + Duration::from_secs(5)).await? {
-        anyhow::bail!("the daemon (pid {}) survived SIGKILL", record.pid);
+    send_signal(pid, rustix::process::Signal::KILL);
+    if !wait_for_exit(paths, Some(pid), Instant::now() + Duration::from_secs(5)).await? {
+        anyhow::bail!("the daemon (pid {pid}) survived SIGKILL");
     }
-    Ok(StopReport::Killed { pid: record.pid })
+    Ok(StopReport::Killed { pid })
 }
 
-/// Waits until the instance lock is free (the daemon has exited or finished its cleanup), then
-/// removes anything it left behind. Returns false at the deadline.
-async fn wait_for_exit(paths: &DaemonPaths, deadline: Instant) -> anyhow::Result<bool> {
+/// Waits until the daemon process `pid` has gone (or, without a pid, until the instance lock
+/// is free), then removes what it left behind unless another daemon already took over.
+/// Returns false at the deadline.
+async fn wait_for_exit(
+    paths: &DaemonPaths,
+    pid: Option<u32>,
+    deadline: Instant,
+) -> anyhow::Result<bool> {
     loop {
-        if let LockAttempt::Acquired(lock) = InstanceLock::try_acquire(&paths.lock_file)? {
-            remove_stale_files(paths);
-            drop(lock);
+        let gone = match pid {
+            Some(pid) => !process_exists(pid),
+            None => matches!(
+                InstanceLock::try_acquire(&paths.lock_file)?,
+                LockAttempt::Acquired(_)
+            ),
+        };
+        if gone {
+            // A client such as `paddock mcp` may already have started a successor; its files
+            // are not leftovers.
+            if let LockAttempt::Acquired(lock) = InstanceLock::try_acquire(&paths.lock_file)? {
+                remove_stale_files(paths);
+                drop(lock);
+            }
             return Ok(true);
         }
         if Instant::now() >= deadline {
@@ -195,6 +210,28 @@ async fn wait_for_exit(paths: &DaemonPaths, deadline: Instant) -> anyhow::Result
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
+}
+
+/// True while a process with `pid` exists (signal 0 probes without delivering anything). A
+/// zombie has exited: only its parent's bookkeeping is left.
+fn process_exists(pid: u32) -> bool {
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        && stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    {
+        return false;
+    }
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 /// With the lock held (no daemon runs), a PID record and a socket file are leftovers of a

@@ -5,6 +5,7 @@
 //! values that ordinary clients never produce.
 
 pub mod http;
+pub mod mcp;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
@@ -18,6 +19,7 @@ use paddock_client::control::StatusResult;
 use paddock_client::{ClientEnv, DaemonPaths, PidRecord};
 
 pub use http::{RawRequest, RawResponse};
+pub use mcp::{McpHttp, McpStdio};
 
 /// How long harness waits allow before failing a test.
 pub const DEADLINE: Duration = Duration::from_secs(30);
