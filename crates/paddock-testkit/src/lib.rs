@@ -94,6 +94,11 @@ impl DaemonHarness {
             })
     }
 
+    /// The harness's environment variables, for running other programs beside the daemon.
+    pub fn client_env_vars(&self) -> Vec<(String, OsString)> {
+        self.vars.clone()
+    }
+
     pub fn paths(&self) -> DaemonPaths {
         DaemonPaths::resolve(&self.client_env())
     }

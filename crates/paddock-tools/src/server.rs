@@ -239,6 +239,16 @@ impl Registry {
             .collect()
     }
 
+    /// The tools `tools/list` shows to this caller in `session`, as MCP tool definitions.
+    pub fn listed_tools(&self, ctx: &ToolCtx, session: Option<&SessionKey>) -> Vec<Tool> {
+        let names = self.listed_names(ctx, session);
+        self.catalog
+            .iter()
+            .filter(|tool| names.contains(tool.name))
+            .map(|tool| self.mcp_tool(tool, &ctx.policy))
+            .collect()
+    }
+
     /// Sends `notifications/tools/list_changed` to each live connection whose listed set
     /// changed.
     pub(crate) fn discovery_changed(&self) {
@@ -416,18 +426,11 @@ impl ServerHandler for McpServer {
         let session = self
             .request_session(&context, None)
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-        let names = self.registry.listed_names(&self.ctx, session.as_ref());
-        let tools = self
-            .registry
-            .catalog
-            .iter()
-            .filter(|tool| names.contains(tool.name))
-            .map(|tool| self.registry.mcp_tool(tool, &self.ctx.policy))
-            .collect();
+        let tools = self.registry.listed_tools(&self.ctx, session.as_ref());
         if let Some(id) = self.connection
             && let Some(connection) = self.registry.lock_connections().get_mut(&id)
         {
-            connection.advertised = names;
+            connection.advertised = tools.iter().map(|tool| tool.name.to_string()).collect();
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
