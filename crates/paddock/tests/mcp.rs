@@ -1,5 +1,6 @@
 //! MCP through the real daemon: stateless HTTP at `/mcp`, `paddock mcp` over the control
 //! socket, policy profiles, every `setToolEnabled` rule, audit lines and bad input.
+#![cfg(test)]
 
 use std::time::Duration;
 
