@@ -4,6 +4,7 @@
 //! [`RawRequest`] writes HTTP/1.1 by hand, because the ingress tests must send Host and Origin
 //! values that ordinary clients never produce.
 
+pub mod fixture;
 pub mod http;
 pub mod mcp;
 
