@@ -89,6 +89,14 @@ impl Store {
                  CREATE TABLE IF NOT EXISTS sessions (
                      session_key TEXT PRIMARY KEY,
                      first_seen_ms INTEGER NOT NULL
+                 );
+                 CREATE TABLE IF NOT EXISTS device_bindings (
+                     session_key TEXT PRIMARY KEY,
+                     device_id TEXT NOT NULL,
+                     platform TEXT NOT NULL,
+                     daemon_instance TEXT NOT NULL,
+                     state TEXT NOT NULL,
+                     updated_at_ms INTEGER NOT NULL
                  );",
             )
             .map_err(open_error)?;
@@ -261,6 +269,85 @@ impl Store {
     }
 }
 
+/// A device bound to a session, as persisted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceBinding {
+    pub device_id: String,
+    pub platform: String,
+    pub daemon_instance: String,
+    /// `active`, `released`, `lost` or `ended_by_restart`.
+    pub state: String,
+}
+
+impl Store {
+    /// Records that `session_key` holds `device_id` in daemon instance `instance`.
+    pub fn bind_device(
+        &self,
+        session_key: &str,
+        device_id: &str,
+        platform: &str,
+        instance: &str,
+    ) -> Result<(), StoreError> {
+        self.connection()
+            .execute(
+                "INSERT INTO device_bindings (session_key, device_id, platform, daemon_instance, state, updated_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, 'active', ?5)
+                 ON CONFLICT (session_key) DO UPDATE SET device_id = excluded.device_id,
+                     platform = excluded.platform, daemon_instance = excluded.daemon_instance,
+                     state = 'active', updated_at_ms = excluded.updated_at_ms",
+                params![session_key, device_id, platform, instance, now_ms()],
+            )
+            .map(drop)
+            .map_err(|error| self.sqlite_error(error))
+    }
+
+    /// Marks a session's binding ended with `state`.
+    pub fn end_device_binding(&self, session_key: &str, state: &str) -> Result<(), StoreError> {
+        self.connection()
+            .execute(
+                "UPDATE device_bindings SET state = ?2, updated_at_ms = ?3 WHERE session_key = ?1",
+                params![session_key, state, now_ms()],
+            )
+            .map(drop)
+            .map_err(|error| self.sqlite_error(error))
+    }
+
+    /// Ends every binding made by another daemon instance: a restart ends every session.
+    /// Returns how many were still active.
+    pub fn end_bindings_of_other_instances(&self, instance: &str) -> Result<usize, StoreError> {
+        self.connection()
+            .execute(
+                "UPDATE device_bindings SET state = 'ended_by_restart', updated_at_ms = ?2
+                 WHERE daemon_instance != ?1 AND state = 'active'",
+                params![instance, now_ms()],
+            )
+            .map_err(|error| self.sqlite_error(error))
+    }
+
+    /// The binding of `session_key`, if one was ever made.
+    pub fn device_binding(&self, session_key: &str) -> Result<Option<DeviceBinding>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection
+            .prepare(
+                "SELECT device_id, platform, daemon_instance, state FROM device_bindings WHERE session_key = ?1",
+            )
+            .map_err(|error| self.sqlite_error(error))?;
+        let mut rows = statement
+            .query_map(params![session_key], |row| {
+                Ok(DeviceBinding {
+                    device_id: row.get(0)?,
+                    platform: row.get(1)?,
+                    daemon_instance: row.get(2)?,
+                    state: row.get(3)?,
+                })
+            })
+            .map_err(|error| self.sqlite_error(error))?;
+        rows.next()
+            .transpose()
+            .map_err(|error| self.sqlite_error(error))
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -315,6 +402,23 @@ mod tests {
         assert_eq!(store.clear_choices(&profile).unwrap(), 2);
         assert!(store.choices(&profile).is_empty());
         assert!(store.read_choices_from_disk(&profile).unwrap().is_empty());
+    }
+
+    #[test]
+    fn device_bindings_end_with_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paddock.db");
+        {
+            let store = Store::open(&path).unwrap();
+            store.bind_device("s1", "web-1", "web", "instance-a").unwrap();
+            store.bind_device("s2", "web-2", "web", "instance-a").unwrap();
+            store.end_device_binding("s2", "released").unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.end_bindings_of_other_instances("instance-b").unwrap(), 1);
+        assert_eq!(store.device_binding("s1").unwrap().unwrap().state, "ended_by_restart");
+        assert_eq!(store.device_binding("s2").unwrap().unwrap().state, "released");
+        assert!(store.device_binding("s3").unwrap().is_none());
     }
 
     #[test]

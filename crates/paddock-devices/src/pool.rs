@@ -1,0 +1,503 @@
+//! The device pool: warm devices per platform and profile, one device per session, reset and
+//! return on release, idle timeout, and replacement of devices that die.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use paddock_store::Store;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+use crate::device::{Device, DeviceError, Platform};
+use crate::profile::{self, AppConfig};
+use crate::web::{ChromiumConfig, WebDevice};
+
+/// The web platform's settings.
+#[derive(Debug, Clone)]
+pub struct WebPoolConfig {
+    pub chromium: ChromiumConfig,
+    /// Devices kept warm with the default profile.
+    pub warm: usize,
+    pub profile: String,
+    pub apps: Vec<AppConfig>,
+}
+
+impl Default for WebPoolConfig {
+    fn default() -> Self {
+        Self {
+            chromium: ChromiumConfig::default(),
+            warm: 2,
+            profile: "pixel7".to_owned(),
+            apps: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub web: WebPoolConfig,
+    /// A session that makes no device call for this long is released.
+    pub idle_timeout: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            web: WebPoolConfig::default(),
+            idle_timeout: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceState {
+    Warm,
+    Bound,
+    Resetting,
+}
+
+impl DeviceState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Warm => "warm",
+            Self::Bound => "bound",
+            Self::Resetting => "resetting",
+        }
+    }
+}
+
+/// A device as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub id: String,
+    pub platform: Platform,
+    pub profile: String,
+    pub state: DeviceState,
+    pub session: Option<String>,
+    pub pid: Option<u32>,
+}
+
+struct Entry {
+    device: Arc<WebDevice>,
+    state: DeviceState,
+    session: Option<String>,
+}
+
+enum SessionStatus {
+    Active { device: String, last_used: Instant },
+    Ended { reason: String, lost: bool },
+}
+
+struct Inner {
+    config: PoolConfig,
+    store: Arc<Store>,
+    instance: String,
+    devices: Mutex<HashMap<String, Entry>>,
+    sessions: Mutex<HashMap<String, SessionStatus>>,
+    next_id: AtomicU64,
+    wake: Notify,
+    stopping: AtomicBool,
+    booting: AtomicU64,
+}
+
+/// The pool. Cheap to clone.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("instance", &self.inner.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+impl Pool {
+    /// A pool for daemon instance `instance` (a fresh id per daemon run).
+    pub fn new(config: PoolConfig, store: Arc<Store>, instance: String) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                instance,
+                devices: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(1),
+                wake: Notify::new(),
+                stopping: AtomicBool::new(false),
+                booting: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    pub fn apps(&self) -> &[AppConfig] {
+        &self.inner.config.web.apps
+    }
+
+    pub fn default_profile(&self) -> &str {
+        &self.inner.config.web.profile
+    }
+
+    /// Ends the sessions of earlier daemon instances (a restart ends every session) and
+    /// returns how many there were.
+    pub fn rehydrate(&self) -> Result<usize, DeviceError> {
+        self.inner
+            .store
+            .end_bindings_of_other_instances(&self.inner.instance)
+            .map_err(|error| DeviceError::Failed(error.to_string()))
+    }
+
+    /// Starts the background work: keeping devices warm and releasing idle sessions.
+    pub fn start(&self) {
+        let pool = self.clone();
+        tokio::spawn(async move { pool.maintain().await });
+    }
+
+    async fn maintain(self) {
+        loop {
+            if self.inner.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            self.release_idle().await;
+            let target = self.inner.config.web.warm;
+            let profile_name = self.inner.config.web.profile.clone();
+            let warm = self.count(DeviceState::Warm, Some(&profile_name))
+                + self.inner.booting.load(Ordering::SeqCst) as usize;
+            if warm < target {
+                if let Err(error) = self.boot_warm(&profile_name).await {
+                    warn!(%error, "could not warm a web device");
+                    // Do not spin on a machine without Chromium.
+                    tokio::select! {
+                        _ = self.inner.wake.notified() => {}
+                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                    }
+                }
+                continue;
+            }
+            tokio::select! {
+                _ = self.inner.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+
+    fn count(&self, state: DeviceState, profile: Option<&str>) -> usize {
+        lock(&self.inner.devices)
+            .values()
+            .filter(|entry| entry.state == state)
+            .filter(|entry| profile.is_none_or(|name| entry.device.profile().name == name))
+            .count()
+    }
+
+    async fn launch(&self, profile_name: &str) -> Result<Arc<WebDevice>, DeviceError> {
+        let profile = profile::profile(profile_name).ok_or_else(|| {
+            DeviceError::InvalidInput(format!(
+                "unknown profile `{profile_name}`; known profiles: {}",
+                profile::builtin_profiles()
+                    .iter()
+                    .map(|profile| profile.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let id = format!("web-{}", self.inner.next_id.fetch_add(1, Ordering::SeqCst));
+        self.inner.booting.fetch_add(1, Ordering::SeqCst);
+        let launched = WebDevice::launch(id, &self.inner.config.web.chromium, profile).await;
+        self.inner.booting.fetch_sub(1, Ordering::SeqCst);
+        let device = launched?;
+        self.watch(device.clone());
+        Ok(device)
+    }
+
+    /// Boots one device into the warm set.
+    async fn boot_warm(&self, profile_name: &str) -> Result<String, DeviceError> {
+        let device = self.launch(profile_name).await?;
+        let id = device.id().to_owned();
+        if self.inner.stopping.load(Ordering::SeqCst) {
+            device.shutdown().await;
+            return Err(DeviceError::Unavailable("the daemon is stopping".into()));
+        }
+        lock(&self.inner.devices).insert(
+            id.clone(),
+            Entry {
+                device,
+                state: DeviceState::Warm,
+                session: None,
+            },
+        );
+        info!(device = %id, profile = profile_name, "web device warm");
+        Ok(id)
+    }
+
+    /// Boots `count` more warm devices with `profile`, reporting each as it is ready.
+    pub async fn warm(
+        &self,
+        count: usize,
+        profile: Option<&str>,
+        progress: impl Fn(usize, &str),
+    ) -> Result<Vec<String>, DeviceError> {
+        let profile = profile.unwrap_or(&self.inner.config.web.profile).to_owned();
+        let mut ids = Vec::new();
+        for index in 0..count {
+            let id = self.boot_warm(&profile).await?;
+            progress(index + 1, &id);
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    /// When a device dies: its session learns `device_lost`, and the maintainer boots a
+    /// replacement; other sessions are untouched.
+    fn watch(&self, device: Arc<WebDevice>) {
+        let pool = Arc::downgrade(&self.inner);
+        let died = device.died();
+        let id = device.id().to_owned();
+        tokio::spawn(async move {
+            died.await;
+            let Some(inner) = pool.upgrade() else { return };
+            let entry = lock(&inner.devices).remove(&id);
+            if let Some(Entry { session: Some(session), .. }) = entry {
+                warn!(device = %id, %session, "device died; its session is lost");
+                lock(&inner.sessions).insert(
+                    session.clone(),
+                    SessionStatus::Ended {
+                        reason: format!("device `{id}` died (its browser exited)"),
+                        lost: true,
+                    },
+                );
+                let _ = inner.store.end_device_binding(&session, "lost");
+            }
+            inner.wake.notify_one();
+        });
+    }
+
+    /// Binds a device to `session`: a warm one with `profile` when there is one, else a new one.
+    /// A session that already holds a device gets it back.
+    pub async fn acquire(
+        &self,
+        session: &str,
+        profile: Option<&str>,
+    ) -> Result<(Arc<dyn Device>, bool), DeviceError> {
+        let wanted = profile.unwrap_or(&self.inner.config.web.profile).to_owned();
+        if profile::profile(&wanted).is_none() {
+            return Err(DeviceError::InvalidInput(format!(
+                "unknown profile `{wanted}`; known profiles: {}",
+                profile::builtin_profiles()
+                    .iter()
+                    .map(|profile| profile.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if let Ok(device) = self.device(session) {
+            if device.profile().name != wanted {
+                return Err(DeviceError::InvalidInput(format!(
+                    "this session already holds `{}` with profile `{}`; release it first",
+                    device.id(),
+                    device.profile().name
+                )));
+            }
+            return Ok((device, false));
+        }
+        let warm = {
+            let mut devices = lock(&self.inner.devices);
+            let found = devices
+                .iter()
+                .find(|(_, entry)| {
+                    entry.state == DeviceState::Warm
+                        && entry.device.profile().name == wanted
+                        && entry.device.is_alive()
+                })
+                .map(|(id, _)| id.clone());
+            found.and_then(|id| {
+                devices.get_mut(&id).map(|entry| {
+                    entry.state = DeviceState::Bound;
+                    entry.session = Some(session.to_owned());
+                    entry.device.clone()
+                })
+            })
+        };
+        let device = match warm {
+            Some(device) => device,
+            None => {
+                let device = self.launch(&wanted).await?;
+                lock(&self.inner.devices).insert(
+                    device.id().to_owned(),
+                    Entry {
+                        device: device.clone(),
+                        state: DeviceState::Bound,
+                        session: Some(session.to_owned()),
+                    },
+                );
+                device
+            }
+        };
+        self.inner.wake.notify_one();
+        if let Err(error) = self
+            .inner
+            .store
+            .bind_device(session, device.id(), "web", &self.inner.instance)
+        {
+            warn!(%error, "could not persist a device binding");
+        }
+        lock(&self.inner.sessions).insert(
+            session.to_owned(),
+            SessionStatus::Active {
+                device: device.id().to_owned(),
+                last_used: Instant::now(),
+            },
+        );
+        info!(device = %device.id(), %session, "device acquired");
+        Ok((device, true))
+    }
+
+    /// The device bound to `session`, with a clear error when there is none.
+    pub fn device(&self, session: &str) -> Result<Arc<dyn Device>, DeviceError> {
+        let mut sessions = lock(&self.inner.sessions);
+        match sessions.get_mut(session) {
+            Some(SessionStatus::Active { device, last_used }) => {
+                *last_used = Instant::now();
+                let device = device.clone();
+                drop(sessions);
+                let devices = lock(&self.inner.devices);
+                match devices.get(&device) {
+                    Some(entry) if entry.device.is_alive() => Ok(entry.device.clone()),
+                    _ => Err(DeviceError::Lost(format!("device `{device}` died"))),
+                }
+            }
+            Some(SessionStatus::Ended { reason, lost: true }) => Err(DeviceError::Lost(reason.clone())),
+            Some(SessionStatus::Ended { reason, lost: false }) => Err(DeviceError::NotFound(format!(
+                "this session's device was {reason}; acquire a new one with getWeb"
+            ))),
+            None => {
+                drop(sessions);
+                match self.inner.store.device_binding(session) {
+                    Ok(Some(binding)) if binding.state == "ended_by_restart" => Err(DeviceError::Lost(
+                        "the daemon restarted, which ended this session; do not retry it".into(),
+                    )),
+                    _ => Err(DeviceError::NotFound(
+                        "no device is bound to this session; acquire one with getWeb".into(),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Releases the session's device: it is reset and returned to the warm set (or shut down
+    /// when the warm set is full). Returns the device id, or `None` if none was bound.
+    pub async fn release(&self, session: &str, reason: &str) -> Option<String> {
+        let device_id = {
+            let mut sessions = lock(&self.inner.sessions);
+            match sessions.remove(session) {
+                Some(SessionStatus::Active { device, .. }) => {
+                    sessions.insert(
+                        session.to_owned(),
+                        SessionStatus::Ended {
+                            reason: reason.to_owned(),
+                            lost: false,
+                        },
+                    );
+                    device
+                }
+                Some(other) => {
+                    sessions.insert(session.to_owned(), other);
+                    return None;
+                }
+                None => return None,
+            }
+        };
+        let _ = self.inner.store.end_device_binding(session, "released");
+        let device = {
+            let mut devices = lock(&self.inner.devices);
+            devices.get_mut(&device_id).map(|entry| {
+                entry.state = DeviceState::Resetting;
+                entry.session = None;
+                entry.device.clone()
+            })
+        };
+        let Some(device) = device else {
+            return Some(device_id);
+        };
+        let pool = self.clone();
+        let id = device_id.clone();
+        tokio::spawn(async move {
+            let keep = pool.count(DeviceState::Warm, Some(device.profile().name))
+                < pool.inner.config.web.warm
+                && !pool.inner.stopping.load(Ordering::SeqCst);
+            let reset = if keep { device.reset().await } else { Err(DeviceError::Unavailable("not kept".into())) };
+            match reset {
+                Ok(()) => {
+                    if let Some(entry) = lock(&pool.inner.devices).get_mut(&id) {
+                        entry.state = DeviceState::Warm;
+                    }
+                }
+                Err(_) => {
+                    lock(&pool.inner.devices).remove(&id);
+                    device.shutdown().await;
+                }
+            }
+            pool.inner.wake.notify_one();
+        });
+        Some(device_id)
+    }
+
+    async fn release_idle(&self) {
+        let timeout = self.inner.config.idle_timeout;
+        let idle: Vec<String> = lock(&self.inner.sessions)
+            .iter()
+            .filter_map(|(session, status)| match status {
+                SessionStatus::Active { last_used, .. } if last_used.elapsed() >= timeout => {
+                    Some(session.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        for session in idle {
+            info!(%session, "releasing an idle session's device");
+            self.release(
+                &session,
+                &format!("released after {}s without use", timeout.as_secs()),
+            )
+            .await;
+        }
+    }
+
+    /// Every device with its state and session.
+    pub fn list(&self, platform: Option<Platform>) -> Vec<DeviceInfo> {
+        let mut list: Vec<DeviceInfo> = lock(&self.inner.devices)
+            .iter()
+            .filter(|_| platform.is_none_or(|platform| platform == Platform::Web))
+            .map(|(id, entry)| DeviceInfo {
+                id: id.clone(),
+                platform: Platform::Web,
+                profile: entry.device.profile().name.to_owned(),
+                state: entry.state,
+                session: entry.session.clone(),
+                pid: entry.device.pid(),
+            })
+            .collect();
+        list.sort_by_key(|info| info.id.trim_start_matches("web-").parse::<u64>().unwrap_or(0));
+        list
+    }
+
+    /// Stops every device.
+    pub async fn shutdown(&self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        self.inner.wake.notify_waiters();
+        let devices: Vec<Arc<WebDevice>> = lock(&self.inner.devices)
+            .drain()
+            .map(|(_, entry)| entry.device)
+            .collect();
+        for device in devices {
+            device.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,706 @@
+//! The web platform: each device is its own headless Chromium process (so a crash or kill
+//! takes down one device only) with a fresh browser context (no cookies or storage shared
+//! between sessions) and mobile emulation from its [`Profile`].
+
+pub mod cdp;
+mod input;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use paddock_process::{ChildSpec, ManagedChild};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+use crate::device::{
+    Action, ActionOutcome, BoxFuture, Device, DeviceError, Element, Observation, ObserveOptions,
+    Orientation, Platform, Screenshot, Target,
+};
+use crate::profile::Profile;
+use cdp::{Cdp, CdpError};
+
+pub(crate) const PAGE_JS: &str = include_str!("page.js");
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const BLANK: &str = "about:blank";
+
+/// How to launch Chromium.
+#[derive(Debug, Clone)]
+pub struct ChromiumConfig {
+    pub executable: PathBuf,
+    pub launch_timeout: Duration,
+    /// Extra command-line flags.
+    pub extra_args: Vec<String>,
+}
+
+impl Default for ChromiumConfig {
+    fn default() -> Self {
+        Self {
+            executable: PathBuf::from("/usr/bin/chromium"),
+            launch_timeout: Duration::from_secs(30),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// Mutable per-device state.
+#[derive(Debug)]
+struct PageState {
+    context_id: String,
+    target_id: String,
+    session_id: String,
+    orientation: Orientation,
+    /// Refs handed out so far; a new document continues from here so refs never repeat.
+    ref_base: u64,
+    clipboard: String,
+    app: Option<String>,
+}
+
+/// One web device.
+pub struct WebDevice {
+    id: String,
+    profile: Profile,
+    cdp: Cdp,
+    child: Mutex<Option<ManagedChild>>,
+    pid: Option<u32>,
+    _user_data: tempfile::TempDir,
+    state: tokio::sync::Mutex<PageState>,
+    loading: Arc<AtomicBool>,
+    alive: Arc<AtomicBool>,
+    died: tokio::sync::watch::Receiver<bool>,
+}
+
+impl std::fmt::Debug for WebDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebDevice")
+            .field("id", &self.id)
+            .field("profile", &self.profile.name)
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lost(error: &CdpError) -> DeviceError {
+    DeviceError::Lost(error.to_string())
+}
+
+fn cdp_error(error: CdpError) -> DeviceError {
+    if error.is_closed() {
+        lost(&error)
+    } else {
+        DeviceError::Failed(error.to_string())
+    }
+}
+
+impl WebDevice {
+    /// Launches Chromium and prepares a page with `profile`'s emulation.
+    pub async fn launch(id: String, config: &ChromiumConfig, profile: Profile) -> Result<Arc<Self>, DeviceError> {
+        let user_data = tempfile::Builder::new()
+            .prefix("paddock-chromium-")
+            .tempdir()
+            .map_err(|error| DeviceError::Failed(format!("could not create a profile directory: {error}")))?;
+        let mut args: Vec<std::ffi::OsString> = [
+            "--headless",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-default-apps",
+            "--disable-dev-shm-usage",
+            "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions",
+            "--disable-background-timer-throttling",
+            "--disable-renderer-backgrounding",
+            "--disable-backgrounding-occluded-windows",
+            "--metrics-recording-only",
+            "--mute-audio",
+            "--hide-scrollbars",
+            "--password-store=basic",
+            "--use-mock-keychain",
+            "--remote-debugging-port=0",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        // Chromium's sandbox cannot run as root; as any other user it stays on.
+        if rustix::process::geteuid().is_root() {
+            args.push("--no-sandbox".into());
+        }
+        args.push(format!("--user-data-dir={}", user_data.path().display()).into());
+        args.extend(config.extra_args.iter().map(Into::into));
+        args.push(BLANK.into());
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+            ("HOME".into(), user_data.path().into()),
+            ("TMPDIR".into(), user_data.path().into()),
+        ];
+        if let Some(path) = std::env::var_os("PATH") {
+            env.push(("PATH".into(), path));
+        }
+        let spec = ChildSpec {
+            program: config.executable.clone(),
+            args,
+            env,
+            ..ChildSpec::default()
+        };
+        let (lines_tx, mut lines) = mpsc::unbounded_channel();
+        let child = ManagedChild::spawn(&spec, Some(lines_tx)).map_err(|error| {
+            if error.is_not_found() {
+                DeviceError::Unavailable(format!(
+                    "Chromium was not found at `{}`; install it (apt-get install chromium) or set `--chromium`",
+                    config.executable.display()
+                ))
+            } else {
+                DeviceError::Unavailable(format!("{error}"))
+            }
+        })?;
+        let ws_url = tokio::time::timeout(config.launch_timeout, async {
+            while let Some(line) = lines.recv().await {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    return Some(url.trim().to_owned());
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            DeviceError::Unavailable(format!(
+                "Chromium did not start within {:?}: {}",
+                config.launch_timeout,
+                child.stderr_tail().lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+            ))
+        })?;
+        let cdp = Cdp::connect(&ws_url)
+            .await
+            .map_err(|error| DeviceError::Unavailable(error.to_string()))?;
+        let pid = Some(child.pid());
+        let alive = Arc::new(AtomicBool::new(true));
+        let (died_tx, died) = tokio::sync::watch::channel(false);
+        {
+            let exited = child.exited();
+            let alive = alive.clone();
+            let cdp = cdp.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = exited => {}
+                    _ = wait_closed(cdp) => {}
+                }
+                alive.store(false, Ordering::SeqCst);
+                debug!(device = %id, "web device died");
+                let _ = died_tx.send(true);
+            });
+        }
+        let (context_id, target_id, session_id) = open_page(&cdp, &profile, Orientation::Portrait).await?;
+        let loading = Arc::new(AtomicBool::new(false));
+        spawn_event_watch(&cdp, session_id.clone(), loading.clone());
+        Ok(Arc::new(Self {
+            id,
+            profile,
+            cdp,
+            child: Mutex::new(Some(child)),
+            pid,
+            _user_data: user_data,
+            state: tokio::sync::Mutex::new(PageState {
+                context_id,
+                target_id,
+                session_id,
+                orientation: Orientation::Portrait,
+                ref_base: 1,
+                clipboard: String::new(),
+                app: None,
+            }),
+            loading,
+            alive,
+            died,
+        }))
+    }
+
+    async fn session(&self) -> String {
+        self.state.lock().await.session_id.clone()
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Result<Value, DeviceError> {
+        let session = self.session().await;
+        self.cdp
+            .call(Some(&session), method, params, CALL_TIMEOUT)
+            .await
+            .map_err(cdp_error)
+    }
+
+    /// Evaluates `expression` (which may use `window.__paddock`) and returns its JSON value,
+    /// injecting the helper first when the document does not have it yet.
+    async fn eval(&self, expression: &str, await_promise: bool) -> Result<Value, DeviceError> {
+        let wrapped = format!(
+            "(() => {{ if (!window.__paddock) {{ {PAGE_JS} }} return ({expression}); }})()"
+        );
+        let result = self
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": wrapped, "returnByValue": true, "awaitPromise": await_promise }),
+            )
+            .await?;
+        if let Some(exception) = result.get("exceptionDetails") {
+            let text = exception
+                .pointer("/exception/description")
+                .or_else(|| exception.get("text"))
+                .and_then(Value::as_str)
+                .unwrap_or("script error");
+            return Err(DeviceError::Failed(format!("page script failed: {text}")));
+        }
+        Ok(result.pointer("/result/value").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Waits until navigation has finished and the DOM has been quiet for a moment, at most
+    /// `bound`. Returns whether it settled.
+    async fn settle(&self, bound: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + bound;
+        // Give a just-dispatched input a moment to start a navigation.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            if self.loading.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+            let remaining = deadline - now;
+            let millis = remaining.as_millis().min(10_000);
+            match self
+                .eval(&format!("window.__paddock.settle(80, {millis})"), true)
+                .await
+            {
+                Ok(Value::Bool(true)) if !self.loading.load(Ordering::SeqCst) => return true,
+                Ok(Value::Bool(true)) => continue,
+                Ok(_) => return false,
+                // The document went away mid-wait (a navigation): try again on the new one.
+                Err(DeviceError::Failed(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    async fn observe_inner(&self, options: ObserveOptions) -> Result<Observation, DeviceError> {
+        let (ref_base, orientation, app) = {
+            let state = self.state.lock().await;
+            (state.ref_base, state.orientation, state.app.clone())
+        };
+        let raw = self
+            .eval(
+                &format!(
+                    "window.__paddock.observe({{ full: {}, refBase: {ref_base} }})",
+                    options.full
+                ),
+                false,
+            )
+            .await?;
+        let next_ref = raw.get("nextRef").and_then(Value::as_u64).unwrap_or(ref_base);
+        {
+            let mut state = self.state.lock().await;
+            state.ref_base = state.ref_base.max(next_ref);
+        }
+        let pair = |key: &str| -> [i64; 2] {
+            let array = raw.get(key).and_then(Value::as_array);
+            let at = |index: usize| {
+                array
+                    .and_then(|array| array.get(index))
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0) as i64
+            };
+            [at(0), at(1)]
+        };
+        let viewport = pair("viewport");
+        let elements = raw
+            .get("elements")
+            .and_then(Value::as_array)
+            .map(|elements| elements.iter().map(parse_element).collect())
+            .unwrap_or_default();
+        let screenshot = match options.screenshot_width {
+            Some(width) => Some(self.screenshot_inner(Some(width), options.screenshot_quality).await?),
+            None => None,
+        };
+        let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
+        Ok(Observation {
+            device: self.id.clone(),
+            platform: Platform::Web,
+            profile: self.profile.name.to_owned(),
+            orientation,
+            viewport: [viewport[0].max(0) as u32, viewport[1].max(0) as u32],
+            device_scale_factor: raw.get("dpr").and_then(Value::as_f64).unwrap_or(1.0),
+            app,
+            url: text("url").unwrap_or_default(),
+            title: text("title").unwrap_or_default(),
+            focused: text("focused"),
+            modal: text("modal"),
+            elements,
+            scroll: pair("scroll"),
+            content: pair("content"),
+            elements_above: raw
+                .pointer("/offscreenCount/above")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as u32,
+            elements_below: raw
+                .pointer("/offscreenCount/below")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as u32,
+            screenshot,
+            settled: None,
+        })
+    }
+
+    async fn screenshot_inner(&self, width: Option<u32>, quality: u8) -> Result<Screenshot, DeviceError> {
+        let info = self.eval("window.__paddock.scrollInfo()", false).await?;
+        let viewport_width = info.pointer("/viewport/0").and_then(Value::as_f64).unwrap_or(1.0).max(1.0);
+        let viewport_height = info.pointer("/viewport/1").and_then(Value::as_f64).unwrap_or(1.0).max(1.0);
+        let dpr = info.get("dpr").and_then(Value::as_f64).unwrap_or(1.0).max(0.1);
+        let target_width = f64::from(width.unwrap_or(u32::MAX)).min(viewport_width * dpr);
+        // `scale` multiplies CSS pixels: the image is target_width pixels wide.
+        let scale = (target_width / viewport_width).max(0.05);
+        let result = self
+            .call(
+                "Page.captureScreenshot",
+                json!({
+                    "format": "jpeg",
+                    "quality": quality.clamp(1, 100),
+                    "clip": { "x": 0, "y": 0, "width": viewport_width, "height": viewport_height, "scale": scale },
+                    "optimizeForSpeed": true,
+                }),
+            )
+            .await?;
+        let data = result.get("data").and_then(Value::as_str).unwrap_or_default();
+        let jpeg = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|error| DeviceError::Failed(format!("screenshot was not base64: {error}")))?;
+        Ok(Screenshot {
+            jpeg,
+            width: (viewport_width * scale).round() as u32,
+            height: (viewport_height * scale).round() as u32,
+        })
+    }
+
+    /// Resolves a target to a point to act on, with typed errors for what is not actionable.
+    async fn point_of(&self, target: &Target) -> Result<(f64, f64, Value), DeviceError> {
+        let query = match target {
+            Target::Point(point) => {
+                let info = self.eval("window.__paddock.scrollInfo()", false).await?;
+                let width = info.pointer("/viewport/0").and_then(Value::as_f64).unwrap_or(0.0);
+                let height = info.pointer("/viewport/1").and_then(Value::as_f64).unwrap_or(0.0);
+                if !(0.0..width).contains(&point.x) || !(0.0..height).contains(&point.y) {
+                    return Err(DeviceError::InvalidInput(format!(
+                        "point ({}, {}) is outside the {width}x{height} screen",
+                        point.x, point.y
+                    )));
+                }
+                return Ok((point.x, point.y, Value::Null));
+            }
+            Target::Ref(reference) => json!({ "ref": reference }),
+            Target::Text(text) => json!({ "text": text }),
+            Target::Id(id) => json!({ "id": id }),
+        };
+        let found = self
+            .eval(&format!("window.__paddock.locate({query})"), false)
+            .await?;
+        if found.get("found") != Some(&Value::Bool(true)) {
+            return Err(DeviceError::NotFound(match target {
+                Target::Ref(reference) => format!(
+                    "ref `{reference}` is not on this page (refs live as long as their element); observe again for current refs"
+                ),
+                Target::Text(text) => format!("no visible element with text `{text}`; observe to see what is on screen"),
+                Target::Id(id) => format!("no element with id `{id}`"),
+                Target::Point(_) => "no element".to_owned(),
+            }));
+        }
+        if found.get("visible") != Some(&Value::Bool(true)) {
+            return Err(DeviceError::InvalidInput(format!(
+                "{} is hidden and cannot be acted on",
+                describe(target)
+            )));
+        }
+        if let Some(side) = found.get("offscreen").and_then(Value::as_str) {
+            let direction = match side {
+                "below" => "up",
+                "above" => "down",
+                "right" => "left",
+                _ => "right",
+            };
+            return Err(DeviceError::InvalidInput(format!(
+                "{} is off screen ({side}); swipe {direction} first, or use swipeOn with `untilVisible`",
+                describe(target)
+            )));
+        }
+        let x = found.pointer("/center/0").and_then(Value::as_f64).unwrap_or(0.0);
+        let y = found.pointer("/center/1").and_then(Value::as_f64).unwrap_or(0.0);
+        Ok((x, y, found))
+    }
+
+    async fn navigate(&self, url: &str) -> Result<(), DeviceError> {
+        let result = self.call("Page.navigate", json!({ "url": url })).await?;
+        if let Some(error) = result.get("errorText").and_then(Value::as_str) {
+            return Err(DeviceError::Failed(format!("could not open `{url}`: {error}")));
+        }
+        Ok(())
+    }
+
+    async fn act_inner(&self, action: Action) -> Result<Option<String>, DeviceError> {
+        input::perform(self, action).await
+    }
+}
+
+fn describe(target: &Target) -> String {
+    match target {
+        Target::Ref(reference) => format!("element `{reference}`"),
+        Target::Text(text) => format!("element with text `{text}`"),
+        Target::Id(id) => format!("element `#{id}`"),
+        Target::Point(point) => format!("point ({}, {})", point.x, point.y),
+    }
+}
+
+fn parse_element(raw: &Value) -> Element {
+    let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
+    let bounds = raw.get("bounds").and_then(Value::as_array);
+    let at = |index: usize| {
+        bounds
+            .and_then(|bounds| bounds.get(index))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0) as i64
+    };
+    Element {
+        reference: text("ref").unwrap_or_default(),
+        role: text("role").unwrap_or_default(),
+        name: text("name").unwrap_or_default(),
+        value: text("value"),
+        states: raw
+            .get("states")
+            .and_then(Value::as_array)
+            .map(|states| states.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default(),
+        level: raw.get("level").and_then(Value::as_u64).map(|level| level as u32),
+        id: text("id"),
+        bounds: [at(0), at(1), at(2), at(3)],
+        offscreen: raw.get("offscreen") == Some(&Value::Bool(true)),
+    }
+}
+
+async fn wait_closed(cdp: Cdp) {
+    let mut events = cdp.events();
+    loop {
+        if cdp.is_closed() {
+            return;
+        }
+        match events.recv().await {
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            _ => continue,
+        }
+    }
+}
+
+/// Tracks whether the main frame is loading, from Page events.
+fn spawn_event_watch(cdp: &Cdp, session_id: String, loading: Arc<AtomicBool>) {
+    let mut events = cdp.events();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(event) => {
+                    if event.session_id.as_deref() != Some(session_id.as_str()) {
+                        continue;
+                    }
+                    match event.method.as_str() {
+                        "Page.frameStartedLoading" | "Page.frameRequestedNavigation" => {
+                            if is_main_frame(&event.params) {
+                                loading.store(true, Ordering::SeqCst);
+                            }
+                        }
+                        "Page.frameStoppedLoading" | "Page.loadEventFired" => {
+                            if event.method == "Page.loadEventFired" || is_main_frame(&event.params) {
+                                loading.store(false, Ordering::SeqCst);
+                            }
+                        }
+                        "Page.javascriptDialogOpening" => {}
+                        _ => {}
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+fn is_main_frame(params: &Value) -> bool {
+    // Only the main frame has no parent; Paddock enables Page events per target, and the
+    // frame ids of the main frame equal the target id, which the caller does not track here,
+    // so iframes are told apart by a frame id that is not the root's.
+    params.get("parentFrameId").is_none()
+}
+
+/// Creates a browser context with one page and applies `profile`'s emulation.
+async fn open_page(cdp: &Cdp, profile: &Profile, orientation: Orientation) -> Result<(String, String, String), DeviceError> {
+    let context = cdp
+        .call(None, "Target.createBrowserContext", json!({ "disposeOnDetach": false }), CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
+    let context_id = context.get("browserContextId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let target = cdp
+        .call(
+            None,
+            "Target.createTarget",
+            json!({ "url": BLANK, "browserContextId": context_id }),
+            CALL_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    let target_id = target.get("targetId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let attached = cdp
+        .call(None, "Target.attachToTarget", json!({ "targetId": target_id, "flatten": true }), CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
+    let session_id = attached.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let session = Some(session_id.as_str());
+    cdp.call(session, "Page.enable", json!({}), CALL_TIMEOUT).await.map_err(cdp_error)?;
+    cdp.call(
+        session,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": PAGE_JS }),
+        CALL_TIMEOUT,
+    )
+    .await
+    .map_err(cdp_error)?;
+    apply_emulation(cdp, &session_id, profile, orientation).await?;
+    Ok((context_id, target_id, session_id))
+}
+
+async fn apply_emulation(cdp: &Cdp, session_id: &str, profile: &Profile, orientation: Orientation) -> Result<(), DeviceError> {
+    let session = Some(session_id);
+    let (width, height, angle, kind) = match orientation {
+        Orientation::Portrait => (profile.width, profile.height, 0, "portraitPrimary"),
+        Orientation::Landscape => (profile.height, profile.width, 90, "landscapePrimary"),
+    };
+    cdp.call(
+        session,
+        "Emulation.setDeviceMetricsOverride",
+        json!({
+            "width": width,
+            "height": height,
+            "deviceScaleFactor": profile.device_scale_factor,
+            "mobile": profile.mobile,
+            "screenWidth": width,
+            "screenHeight": height,
+            "screenOrientation": { "type": kind, "angle": angle },
+        }),
+        CALL_TIMEOUT,
+    )
+    .await
+    .map_err(cdp_error)?;
+    cdp.call(session, "Emulation.setUserAgentOverride", json!({ "userAgent": profile.user_agent }), CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
+    cdp.call(
+        session,
+        "Emulation.setTouchEmulationEnabled",
+        json!({ "enabled": profile.touch, "maxTouchPoints": if profile.touch { 5 } else { 1 } }),
+        CALL_TIMEOUT,
+    )
+    .await
+    .map_err(cdp_error)?;
+    Ok(())
+}
+
+impl Device for WebDevice {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Web
+    }
+
+    fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn observe(&self, options: ObserveOptions) -> BoxFuture<'_, Result<Observation, DeviceError>> {
+        Box::pin(self.observe_inner(options))
+    }
+
+    fn act(&self, action: Action, settle: Duration, observe: ObserveOptions) -> BoxFuture<'_, Result<ActionOutcome, DeviceError>> {
+        Box::pin(async move {
+            if !self.is_alive() {
+                return Err(DeviceError::Lost("its browser exited".into()));
+            }
+            let detail = self.act_inner(action).await?;
+            let settled = self.settle(settle).await;
+            let mut observation = self.observe_inner(observe).await?;
+            observation.settled = Some(settled);
+            Ok(ActionOutcome { detail, observation })
+        })
+    }
+
+    fn screenshot(&self, width: Option<u32>, quality: u8) -> BoxFuture<'_, Result<Screenshot, DeviceError>> {
+        Box::pin(self.screenshot_inner(width, quality))
+    }
+
+    fn reset(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
+        Box::pin(async move {
+            let (old_context, old_target) = {
+                let state = self.state.lock().await;
+                (state.context_id.clone(), state.target_id.clone())
+            };
+            let _ = self
+                .cdp
+                .call(None, "Target.closeTarget", json!({ "targetId": old_target }), CALL_TIMEOUT)
+                .await;
+            let _ = self
+                .cdp
+                .call(None, "Target.disposeBrowserContext", json!({ "browserContextId": old_context }), CALL_TIMEOUT)
+                .await;
+            let (context_id, target_id, session_id) = open_page(&self.cdp, &self.profile, Orientation::Portrait).await?;
+            spawn_event_watch(&self.cdp, session_id.clone(), self.loading.clone());
+            self.loading.store(false, Ordering::SeqCst);
+            let mut state = self.state.lock().await;
+            state.context_id = context_id;
+            state.target_id = target_id;
+            state.session_id = session_id;
+            state.orientation = Orientation::Portrait;
+            state.clipboard.clear();
+            state.app = None;
+            Ok(())
+        })
+    }
+
+    fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    fn died(&self) -> BoxFuture<'static, ()> {
+        let mut died = self.died.clone();
+        Box::pin(async move {
+            let _ = died.wait_for(|dead| *dead).await;
+        })
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let child = self.child.lock().ok().and_then(|mut child| child.take());
+            if let Some(child) = child {
+                let _ = self.cdp.call(None, "Browser.close", json!({}), Duration::from_secs(2)).await;
+                if child.terminate(Duration::from_secs(3)).await.is_none() {
+                    warn!(device = %self.id, "Chromium did not report an exit status");
+                }
+            }
+            self.alive.store(false, Ordering::SeqCst);
+        })
+    }
+}

@@ -1,0 +1,277 @@
+//! The one way Paddock starts child processes (Chromium, adb, agent CLIs): each child leads its
+//! own process group so that it and everything it forks can be signalled together, is killed
+//! with its group when dropped, and has its stderr captured into a bounded ring buffer (recent
+//! output for error messages) while lines are offered to a watcher (for "listening on …" lines).
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch};
+
+/// How many bytes of stderr are kept.
+pub const STDERR_CAPACITY: usize = 64 * 1024;
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct ChildSpec {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// The complete environment: nothing is inherited implicitly.
+    pub env: Vec<(OsString, OsString)>,
+    pub current_dir: Option<PathBuf>,
+    /// Give the child a stdin pipe.
+    pub stdin: bool,
+    /// Give the child a stdout pipe (else stdout is discarded).
+    pub stdout: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("could not start `{program}`")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl SpawnError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// A running child. Dropping it kills its whole process group and reaps it.
+#[derive(Debug)]
+pub struct ManagedChild {
+    pid: u32,
+    program: String,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    kill_tx: Option<tokio::sync::oneshot::Sender<()>>,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: Option<ChildStdout>,
+}
+
+impl ManagedChild {
+    /// Starts `spec`. `stderr_lines`, when given, receives each stderr line as well.
+    pub fn spawn(
+        spec: &ChildSpec,
+        stderr_lines: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<Self, SpawnError> {
+        let program = spec.program.display().to_string();
+        let mut command = Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .env_clear()
+            .envs(spec.env.iter().map(|(name, value)| (name, value)))
+            .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(if spec.stdout { Stdio::piped() } else { Stdio::null() })
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(dir) = &spec.current_dir {
+            command.current_dir(dir);
+        }
+        let mut child = command.spawn().map_err(|source| SpawnError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        let pid = child.id().unwrap_or(0);
+        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(4096)));
+        if let Some(pipe) = child.stderr.take() {
+            let buffer = stderr.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(mut buffer) = buffer.lock() {
+                        buffer.extend(line.as_bytes());
+                        buffer.push_back(b'\n');
+                        let excess = buffer.len().saturating_sub(STDERR_CAPACITY);
+                        buffer.drain(..excess);
+                    }
+                    if let Some(tx) = &stderr_lines {
+                        let _ = tx.send(line);
+                    }
+                }
+            });
+        }
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let (exit_tx, exit) = watch::channel(None);
+        let (kill_tx, kill_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(reap(child, pid, exit_tx, kill_rx));
+        Ok(Self {
+            pid,
+            program,
+            stderr,
+            exit,
+            kill_tx: Some(kill_tx),
+            stdin,
+            stdout,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The last [`STDERR_CAPACITY`] bytes of stderr, lossily decoded.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr
+            .lock()
+            .map(|buffer| String::from_utf8_lossy(&buffer.iter().copied().collect::<Vec<_>>()).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The exit status once the child has exited.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Resolves when the child exits (immediately if it has).
+    pub fn exited(&self) -> impl Future<Output = Option<ExitStatus>> + Send + 'static {
+        let mut exit = self.exit.clone();
+        async move {
+            exit.wait_for(Option::is_some).await.ok().and_then(|status| *status)
+        }
+    }
+
+    /// Sends `signal` to the whole process group.
+    pub fn signal_group(&self, signal: rustix::process::Signal) {
+        signal_group(self.pid, signal);
+    }
+
+    /// SIGTERM to the group, SIGKILL after `grace`, then waits for the exit.
+    pub async fn terminate(mut self, grace: Duration) -> Option<ExitStatus> {
+        self.signal_group(rustix::process::Signal::TERM);
+        let exited = self.exited();
+        if let Ok(status) = tokio::time::timeout(grace, exited).await {
+            return status;
+        }
+        if let Some(kill) = self.kill_tx.take() {
+            let _ = kill.send(());
+        }
+        self.exited().await
+    }
+}
+
+impl Drop for ManagedChild {
+    fn drop(&mut self) {
+        // The group first (Chromium's renderers, an agent's tools), then the reaper kills and
+        // waits for the leader so no zombie is left.
+        if self.exit.borrow().is_none() {
+            self.signal_group(rustix::process::Signal::KILL);
+        }
+        if let Some(kill) = self.kill_tx.take() {
+            let _ = kill.send(());
+        }
+    }
+}
+
+async fn reap(
+    mut child: Child,
+    pid: u32,
+    exit_tx: watch::Sender<Option<ExitStatus>>,
+    kill_rx: tokio::sync::oneshot::Receiver<()>,
+) {
+    let status = tokio::select! {
+        status = child.wait() => status.ok(),
+        _ = kill_rx => {
+            signal_group(pid, rustix::process::Signal::KILL);
+            let _ = child.start_kill();
+            child.wait().await.ok()
+        }
+    };
+    // Whatever the leader left in its group goes with it.
+    signal_group(pid, rustix::process::Signal::KILL);
+    let _ = exit_tx.send(status.or_else(|| Some(exit_status_unknown())));
+}
+
+fn exit_status_unknown() -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus::from_raw(-1)
+}
+
+fn signal_group(pid: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> ChildSpec {
+        ChildSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            ..ChildSpec::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn captures_stderr_lines_and_exit() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let child = ManagedChild::spawn(&sh("echo one >&2; echo two >&2; exit 3"), Some(tx)).unwrap();
+        assert_eq!(rx.recv().await.as_deref(), Some("one"));
+        let status = child.exited().await.unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert!(child.stderr_tail().contains("one\ntwo\n"));
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_explicit() {
+        let mut spec = sh("echo \"[$HOME]\" >&2");
+        spec.env.push(("HOME".into(), "/nowhere".into()));
+        let child = ManagedChild::spawn(&spec, None).unwrap();
+        child.exited().await;
+        assert!(child.stderr_tail().contains("[/nowhere]"));
+    }
+
+    #[tokio::test]
+    async fn dropping_kills_the_whole_group() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let child = ManagedChild::spawn(&sh("sleep 600 & echo $! >&2; wait"), Some(tx)).unwrap();
+        let grandchild: u32 = rx.recv().await.unwrap().trim().parse().unwrap();
+        let leader = child.pid();
+        let exited = child.exited();
+        drop(child);
+        exited.await;
+        // Both are gone (not even zombies once reaped by us or by init).
+        for _ in 0..200 {
+            let alive = |pid: u32| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|stat| !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+            };
+            if !alive(grandchild) && !alive(leader) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("process group survived the drop");
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_typed_error() {
+        let spec = ChildSpec {
+            program: "/nonexistent/program".into(),
+            ..ChildSpec::default()
+        };
+        let error = ManagedChild::spawn(&spec, None).unwrap_err();
+        assert!(error.is_not_found());
+        assert!(error.to_string().contains("/nonexistent/program"));
+    }
+}
