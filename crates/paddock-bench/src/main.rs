@@ -1,10 +1,13 @@
 //! `paddock-bench`: load benchmarks that measure Paddock and a peer in the same run, with the
 //! same load generator (`wrk`), and print the ratio. Not a test: nothing here asserts timings.
 
+mod mcp;
+mod probe;
+mod ts_peer;
 mod wrk;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -22,6 +25,9 @@ struct Cli {
 enum Bench {
     /// Authenticated `GET /heartbeat` on the daemon vs a bare axum hello-world.
     Ingress(LoadArgs),
+    /// Authenticated stateless MCP `tools/call` on the daemon vs the official TypeScript MCP
+    /// SDK's stateless server and a bare axum hello-world.
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -35,7 +41,7 @@ struct LoadArgs {
     /// wrk threads.
     #[arg(long, default_value_t = 2)]
     threads: u32,
-    /// Measurement rounds; each round measures both servers, alternating.
+    /// Measurement rounds; each round measures every server, alternating.
     #[arg(long, default_value_t = 2)]
     rounds: u32,
     /// The paddock binary (default: beside this one).
@@ -43,14 +49,26 @@ struct LoadArgs {
     paddock: Option<PathBuf>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Like the paddock CLI: the whole error chain on one line, then any `hint:` line.
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     match cli.bench {
         Bench::Ingress(args) => runtime.block_on(ingress(args)),
+        Bench::Mcp(args) => runtime.block_on(mcp::run(args)),
     }
 }
 
@@ -143,7 +161,11 @@ async fn ingress(args: LoadArgs) -> anyhow::Result<()> {
     wrk::check_installed()?;
     let paddock = paddock_binary(args.paddock.clone())?;
     let daemon = PrivateDaemon::start(&paddock)?;
-    let script = wrk::auth_script(daemon.dir.path(), &daemon.token_file())?;
+    let script = wrk::Script {
+        bearer_token_file: Some(daemon.token_file()),
+        ..wrk::Script::default()
+    }
+    .write(&daemon.dir.path().join("auth.lua"))?;
     let bare_port = spawn_bare_axum().await?;
     let bare_url = format!("http://127.0.0.1:{bare_port}/heartbeat");
     let paddock_url = daemon.url("/heartbeat")?;

@@ -1,0 +1,226 @@
+//! One HTTP/1.1 request over a plain `TcpStream`, to check what a server answers before it is
+//! measured: wrk counts status codes, not what the bodies say.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+/// The largest response a probe reads; the answers it checks are a few hundred bytes.
+const MAX_RESPONSE_BYTES: u64 = 1 << 20;
+
+/// Where an `http://host:port/path` URL points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `host:port`, as written in the URL; also the `Host` header.
+    pub authority: String,
+    pub path: String,
+}
+
+impl Target {
+    pub fn parse(url: &str) -> anyhow::Result<Self> {
+        let rest = url
+            .strip_prefix("http://")
+            .with_context(|| format!("`{url}` is not an http:// URL"))?;
+        let (authority, path) = match rest.find('/') {
+            Some(slash) => (&rest[..slash], &rest[slash..]),
+            None => (rest, "/"),
+        };
+        if !authority.contains(':') || authority.ends_with(':') {
+            bail!("`{url}` has no explicit port");
+        }
+        Ok(Self {
+            authority: authority.to_owned(),
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// A request to send once.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    pub headers: &'a [(&'a str, &'a str)],
+    pub body: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Sends `request` to `target` on a fresh connection and reads the whole response. Errors name
+/// the target but never the headers, which may carry a credential.
+pub fn send(target: &Target, request: &Request<'_>, timeout: Duration) -> anyhow::Result<Response> {
+    let context = || format!("probe http://{}{}", target.authority, target.path);
+    let mut stream = TcpStream::connect(&target.authority).with_context(context)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        request.method,
+        target.path,
+        target.authority,
+        request.body.len()
+    );
+    for (name, value) in request.headers {
+        head.push_str(name);
+        head.push_str(": ");
+        head.push_str(value);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).with_context(context)?;
+    stream
+        .write_all(request.body.as_bytes())
+        .with_context(context)?;
+    let mut bytes = Vec::new();
+    stream
+        .take(MAX_RESPONSE_BYTES)
+        .read_to_end(&mut bytes)
+        .with_context(context)?;
+    parse_response(&bytes).with_context(context)
+}
+
+/// Parses a complete HTTP/1.1 response: the status and the body, framed by `Content-Length`,
+/// chunked transfer coding, or the end of the connection.
+pub fn parse_response(bytes: &[u8]) -> anyhow::Result<Response> {
+    let Some(end) = bytes.windows(4).position(|window| window == b"\r\n\r\n") else {
+        bail!("the response has no complete header block");
+    };
+    let head = std::str::from_utf8(&bytes[..end]).context("response headers are not UTF-8")?;
+    let rest = &bytes[end + 4..];
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status = match status_line.split(' ').collect::<Vec<_>>().as_slice() {
+        [version, code, ..] if version.starts_with("HTTP/1.") => code
+            .parse::<u16>()
+            .with_context(|| format!("status line `{status_line}`"))?,
+        _ => bail!("not an HTTP/1.x status line: `{status_line}`"),
+    };
+    let mut content_length = None;
+    let mut chunked = false;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            bail!("malformed header line `{line}`");
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            content_length = Some(
+                value
+                    .parse::<usize>()
+                    .with_context(|| format!("Content-Length `{value}`"))?,
+            );
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value
+                .rsplit(',')
+                .next()
+                .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+        }
+    }
+    let body = if chunked {
+        dechunk(rest)?
+    } else if let Some(length) = content_length {
+        match rest.get(..length) {
+            Some(body) => body.to_vec(),
+            None => bail!("the body ends after {} of {length} bytes", rest.len()),
+        }
+    } else {
+        rest.to_vec()
+    };
+    Ok(Response { status, body })
+}
+
+fn dechunk(mut rest: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let Some(line_end) = rest.windows(2).position(|window| window == b"\r\n") else {
+            bail!("truncated chunk size line");
+        };
+        let line = std::str::from_utf8(&rest[..line_end]).context("chunk size is not UTF-8")?;
+        let size_text = line.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .with_context(|| format!("chunk size `{size_text}`"))?;
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            return Ok(body);
+        }
+        let end = size.checked_add(2).context("chunk size overflows")?;
+        let (Some(chunk), Some(b"\r\n")) = (rest.get(..size), rest.get(size..end)) else {
+            bail!("truncated chunk of {size} bytes");
+        };
+        body.extend_from_slice(chunk);
+        rest = &rest[end..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        assert_eq!(
+            Target::parse("http://127.0.0.1:4242/mcp").unwrap(),
+            Target {
+                authority: "127.0.0.1:4242".to_owned(),
+                path: "/mcp".to_owned()
+            }
+        );
+        assert_eq!(Target::parse("http://127.0.0.1:1").unwrap().path, "/");
+        assert!(Target::parse("https://127.0.0.1:1/mcp").is_err());
+        assert!(Target::parse("http://127.0.0.1/mcp").is_err());
+        assert!(Target::parse("http://127.0.0.1:/mcp").is_err());
+    }
+
+    #[test]
+    fn reads_a_content_length_body() {
+        let response = parse_response(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nCONTENT-LENGTH: 4\r\n\r\nabcdEXTRA",
+        )
+        .unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body, b"abcd");
+    }
+
+    #[test]
+    fn reads_a_chunked_body() {
+        let response = parse_response(
+            b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\na;ext=1\r\n0123456789\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(response.status, 201);
+        assert_eq!(response.body, b"abc0123456789");
+    }
+
+    #[test]
+    fn reads_a_body_up_to_the_end_of_the_connection() {
+        let response = parse_response(b"HTTP/1.0 404 Not Found\r\n\r\nnope").unwrap();
+        assert_eq!(response.status, 404);
+        assert_eq!(response.body, b"nope");
+    }
+
+    #[test]
+    fn refuses_truncated_or_malformed_responses() {
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n").is_err());
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort").is_err());
+        assert!(
+            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")
+                .is_err()
+        );
+        assert!(
+            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").is_err()
+        );
+        assert!(
+            parse_response(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab"
+            )
+            .is_err()
+        );
+        assert!(parse_response(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
+        assert!(parse_response(b"HTTP/1.1 OK\r\n\r\n").is_err());
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n").is_err());
+    }
+}
