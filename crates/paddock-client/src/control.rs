@@ -38,6 +38,16 @@ pub enum ControlCall {
     /// direction is one JSON-RPC message. `session_id` is the connection's session key.
     #[serde(rename = "mcp/connect")]
     McpConnect { session_id: String },
+    /// Lists the device pool and its sessions.
+    #[serde(rename = "devices/list")]
+    DevicesList,
+    /// Boots `count` more warm devices; progress frames arrive before the answer.
+    #[serde(rename = "devices/warm")]
+    DevicesWarm {
+        count: usize,
+        platform: String,
+        profile: Option<String>,
+    },
 }
 
 /// An answer on the control socket.
@@ -48,6 +58,9 @@ pub struct ControlResponse {
     pub result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ControlErrorBody>,
+    /// An interim progress message for a long request; the final answer follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
 }
 
 /// A typed error on the control socket.
@@ -147,6 +160,16 @@ impl ControlClient {
         call: ControlCall,
         timeout: Duration,
     ) -> Result<Value, ControlClientError> {
+        self.call_with_progress(call, timeout, |_| {}).await
+    }
+
+    /// Like [`ControlClient::call`], passing each progress message to `progress`.
+    pub async fn call_with_progress(
+        &mut self,
+        call: ControlCall,
+        timeout: Duration,
+        mut progress: impl FnMut(&str),
+    ) -> Result<Value, ControlClientError> {
         let id = self.next_id;
         self.next_id += 1;
         let request = ControlRequest { id, call };
@@ -159,6 +182,10 @@ impl ControlClient {
                 let response: ControlResponse =
                     serde_json::from_slice(&frame).map_err(ControlClientError::Malformed)?;
                 if response.id != Some(id) {
+                    continue;
+                }
+                if let Some(message) = &response.progress {
+                    progress(message);
                     continue;
                 }
                 return match (response.result, response.error) {

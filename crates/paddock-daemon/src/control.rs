@@ -32,6 +32,16 @@ pub trait ControlHandler: Send + Sync + 'static {
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) -> BoxFuture<'static, ()>;
+    /// The device pool and its sessions.
+    fn devices_list(&self) -> serde_json::Value;
+    /// Boots warm devices, sending a progress line as each is ready.
+    fn devices_warm(
+        &self,
+        count: usize,
+        platform: String,
+        profile: Option<String>,
+        progress: tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> BoxFuture<'static, Result<serde_json::Value, String>>;
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -140,6 +150,47 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 let _ = write_frame(&mut writer, &response).await;
                 handler.request_stop();
             }
+            ControlCall::DevicesList => {
+                let response = ok_response(id, handler.devices_list());
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            ControlCall::DevicesWarm {
+                count,
+                platform,
+                profile,
+            } => {
+                let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
+                let mut work = handler.devices_warm(count, platform, profile, progress_tx);
+                let outcome = loop {
+                    tokio::select! {
+                        outcome = &mut work => break outcome,
+                        Some(message) = progress_rx.recv() => {
+                            let frame = ControlResponse { id, result: None, error: None, progress: Some(message) };
+                            if write_frame(&mut writer, &frame).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                };
+                while let Ok(message) = progress_rx.try_recv() {
+                    let frame = ControlResponse {
+                        id,
+                        result: None,
+                        error: None,
+                        progress: Some(message),
+                    };
+                    let _ = write_frame(&mut writer, &frame).await;
+                }
+                let response = match outcome {
+                    Ok(result) => ok_response(id, result),
+                    Err(message) => error_response(id, "device_error", &message),
+                };
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
             ControlCall::McpConnect { session_id } => {
                 if let Err(message) = handler.check_mcp_session(&session_id) {
                     let _ =
@@ -163,6 +214,7 @@ fn ok_response(id: Option<u64>, result: serde_json::Value) -> ControlResponse {
         id,
         result: Some(result),
         error: None,
+        progress: None,
     }
 }
 
@@ -174,5 +226,6 @@ fn error_response(id: Option<u64>, code: &str, message: &str) -> ControlResponse
             code: code.to_owned(),
             message: message.to_owned(),
         }),
+        progress: None,
     }
 }

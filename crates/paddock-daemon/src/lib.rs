@@ -3,6 +3,7 @@
 //! plug in through [`Subsystem`].
 
 pub mod control;
+pub mod devices;
 pub mod files;
 pub mod launcher;
 pub mod lock;

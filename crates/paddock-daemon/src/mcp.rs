@@ -89,7 +89,7 @@ impl McpHost {
         if let Err(error) = self.registry_store_session(&session) {
             debug!(%error, "could not record socket session");
         }
-        let ctx = self.owner_ctx(Some(session));
+        let ctx = self.owner_ctx(Some(session.clone()));
         let (server, id) = self.registry.connection_server(ctx.clone());
         match server.serve((reader, writer)).await {
             Ok(running) => {
@@ -98,6 +98,10 @@ impl McpHost {
                 self.registry.detach(id);
             }
             Err(error) => debug!(%error, "socket MCP connection ended before initialization"),
+        }
+        // The connection was the session: its device goes back to the pool.
+        if let Some(device) = self.backend.release(session.as_str()).await {
+            debug!(%device, "released the device of a closed socket session");
         }
     }
 

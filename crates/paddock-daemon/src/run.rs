@@ -14,8 +14,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
+use paddock_devices::{Pool, PoolConfig};
 use paddock_store::Store;
-use paddock_tools::backend::NoDevices;
 use paddock_tools::discovery::SelectionInput;
 use paddock_tools::{
     Policy, PolicyProfile, ProcessOptions, Registry, RegistryConfig, SessionKey, StartupSelection,
@@ -25,6 +25,7 @@ use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::control::{ControlHandler, bind_control_socket, serve_control};
+use crate::devices::PoolSubsystem;
 use crate::files;
 use crate::lock::{InstanceLock, LockAttempt};
 use crate::mcp::McpHost;
@@ -61,6 +62,8 @@ pub struct DaemonConfig {
     pub env: ClientEnv,
     pub ingress: IngressConfig,
     pub mcp: McpOptions,
+    /// The device pool's settings.
+    pub devices: PoolConfig,
     /// How long in-flight HTTP requests may take to finish during shutdown.
     pub drain_timeout: Duration,
     pub subsystems: Vec<Arc<dyn Subsystem>>,
@@ -148,6 +151,7 @@ impl Subsystem for FaultInjection {
 }
 
 struct Runtime {
+    pool: Pool,
     pid: u32,
     started: Instant,
     state: watch::Receiver<DaemonState>,
@@ -177,6 +181,52 @@ impl ControlHandler for Runtime {
         SessionKey::parse(session_id)
             .map(drop)
             .map_err(|error| error.to_string())
+    }
+
+    fn devices_list(&self) -> serde_json::Value {
+        let devices: Vec<serde_json::Value> = self
+            .pool
+            .list(None)
+            .into_iter()
+            .map(|device| {
+                serde_json::json!({
+                    "id": device.id,
+                    "platform": device.platform.as_str(),
+                    "profile": device.profile,
+                    "state": device.state.as_str(),
+                    "session": device.session,
+                    "pid": device.pid,
+                })
+            })
+            .collect();
+        serde_json::json!({ "devices": devices, "defaultProfile": self.pool.default_profile() })
+    }
+
+    fn devices_warm(
+        &self,
+        count: usize,
+        platform: String,
+        profile: Option<String>,
+        progress: mpsc::UnboundedSender<String>,
+    ) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            if platform != "web" {
+                return Err(format!(
+                    "no `{platform}` devices can be warmed: this release drives web devices only"
+                ));
+            }
+            if !(1..=16).contains(&count) {
+                return Err("warm 1 to 16 devices at a time".to_owned());
+            }
+            let ids = pool
+                .warm(count, profile.as_deref(), |done, id| {
+                    let _ = progress.send(format!("{done}/{count} warm: {id}"));
+                })
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(serde_json::json!({ "warmed": ids }))
+        })
     }
 
     fn serve_mcp(
@@ -222,7 +272,9 @@ pub async fn run(
         LockAttempt::HeldElsewhere => return Ok(RunOutcome::AlreadyRunning),
     };
     let started = Instant::now();
-    let mcp = build_mcp(&config, &paths, started)?;
+    let (mcp, pool) = build_mcp(&config, &paths, started)?;
+    let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
+    subsystems.extend(config.subsystems.iter().cloned());
 
     // 1. The token exists only in memory until startup finishes.
     let token = generate_token()?;
@@ -255,6 +307,7 @@ pub async fn run(
 
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
     let runtime = Arc::new(Runtime {
+        pool: pool.clone(),
         pid,
         started,
         state: state_rx.clone(),
@@ -279,12 +332,12 @@ pub async fn run(
     // 4. Device discovery and session rehydration; a stop request or signal aborts startup.
     let startup =
         async {
-            for subsystem in &config.subsystems {
+            for subsystem in &subsystems {
                 subsystem.discover_devices().await.with_context(|| {
                     format!("device discovery in `{}` failed", subsystem.name())
                 })?;
             }
-            for subsystem in &config.subsystems {
+            for subsystem in &subsystems {
                 subsystem.rehydrate_sessions().await.with_context(|| {
                     format!("session rehydration in `{}` failed", subsystem.name())
                 })?;
@@ -330,7 +383,7 @@ pub async fn run(
     if !matches!(outcome, RunOutcome::StartupFailed(_)) {
         state_tx.send_replace(DaemonState::ShuttingDown);
     }
-    for subsystem in config.subsystems.iter().rev() {
+    for subsystem in subsystems.iter().rev() {
         subsystem.shutdown().await;
     }
     let _ = serve_stop_tx.send(true);
@@ -353,7 +406,7 @@ fn build_mcp(
     config: &DaemonConfig,
     paths: &DaemonPaths,
     started: Instant,
-) -> anyhow::Result<Arc<McpHost>> {
+) -> anyhow::Result<(Arc<McpHost>, Pool)> {
     let database = paths.state_dir.join("paddock.db");
     let store = Arc::new(Store::open(&database)?);
     let catalog = paddock_tools::catalog::builtin();
@@ -376,6 +429,7 @@ fn build_mcp(
             "stateDir": state_dir,
         })
     });
+    let pool = Pool::new(config.devices.clone(), store.clone(), new_instance_id()?);
     let registry = Registry::new(RegistryConfig {
         catalog,
         startup,
@@ -387,11 +441,15 @@ fn build_mcp(
         info,
     });
     info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");
-    Ok(Arc::new(McpHost::new(
-        registry,
-        policy,
-        Arc::new(NoDevices),
-    )))
+    let host = McpHost::new(registry, policy, Arc::new(pool.clone()));
+    Ok((Arc::new(host), pool))
+}
+
+/// A fresh id for this daemon run; device bindings carry it so a restart can end them.
+fn new_instance_id() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 /// Removes the token file (only if it is still ours), the PID record (only if it names us) and

@@ -117,26 +117,44 @@ pub enum Key {
 /// Something to do on a device.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    Tap { target: Target, kind: TapKind },
+    Tap {
+        target: Target,
+        kind: TapKind,
+    },
     Swipe {
         direction: SwipeDirection,
         within: Option<Target>,
         until_visible: Option<String>,
         max_swipes: u32,
     },
-    Drag { from: Target, to: Target },
-    InputText { target: Option<Target>, text: String },
-    ClearText { target: Option<Target> },
-    SendKeys { text: String },
+    Drag {
+        from: Target,
+        to: Target,
+    },
+    InputText {
+        target: Option<Target>,
+        text: String,
+    },
+    ClearText {
+        target: Option<Target>,
+    },
+    SendKeys {
+        text: String,
+    },
     Press(Key),
     Ime(ImeAction),
     OpenUrl(String),
     LaunchApp(AppConfig),
     TerminateApp(AppConfig),
     Rotate(Orientation),
+    ClipboardRead,
+    ClipboardWrite(String),
     ClipboardCopy,
     ClipboardPaste,
-    Highlight { targets: Vec<Target>, color: String },
+    Highlight {
+        targets: Vec<Target>,
+        color: String,
+    },
     ClearHighlights,
 }
 
@@ -267,7 +285,11 @@ pub trait Device: Send + Sync {
         settle: Duration,
         observe: ObserveOptions,
     ) -> BoxFuture<'_, Result<ActionOutcome, DeviceError>>;
-    fn screenshot(&self, width: Option<u32>, quality: u8) -> BoxFuture<'_, Result<Screenshot, DeviceError>>;
+    fn screenshot(
+        &self,
+        width: Option<u32>,
+        quality: u8,
+    ) -> BoxFuture<'_, Result<Screenshot, DeviceError>>;
     /// Returns the device to a clean state: no cookies, storage, history or open pages.
     fn reset(&self) -> BoxFuture<'_, Result<(), DeviceError>>;
     /// False once the device cannot be used any more.

@@ -12,7 +12,7 @@ pub mod web;
 
 pub use device::{
     Action, ActionOutcome, Device, DeviceError, Element, ImeAction, Key, Observation,
-    ObserveOptions, Orientation, Platform, Point, Screenshot, SwipeDirection, Target, TapKind,
+    ObserveOptions, Orientation, Platform, Point, Screenshot, SwipeDirection, TapKind, Target,
 };
 pub use pool::{DeviceInfo, DeviceState, Pool, PoolConfig, WebPoolConfig};
 pub use profile::{AppConfig, Profile};

@@ -264,7 +264,11 @@ impl Pool {
             died.await;
             let Some(inner) = pool.upgrade() else { return };
             let entry = lock(&inner.devices).remove(&id);
-            if let Some(Entry { session: Some(session), .. }) = entry {
+            if let Some(Entry {
+                session: Some(session),
+                ..
+            }) = entry
+            {
                 warn!(device = %id, %session, "device died; its session is lost");
                 lock(&inner.sessions).insert(
                     session.clone(),
@@ -341,10 +345,10 @@ impl Pool {
             }
         };
         self.inner.wake.notify_one();
-        if let Err(error) = self
-            .inner
-            .store
-            .bind_device(session, device.id(), "web", &self.inner.instance)
+        if let Err(error) =
+            self.inner
+                .store
+                .bind_device(session, device.id(), "web", &self.inner.instance)
         {
             warn!(%error, "could not persist a device binding");
         }
@@ -373,16 +377,24 @@ impl Pool {
                     _ => Err(DeviceError::Lost(format!("device `{device}` died"))),
                 }
             }
-            Some(SessionStatus::Ended { reason, lost: true }) => Err(DeviceError::Lost(reason.clone())),
-            Some(SessionStatus::Ended { reason, lost: false }) => Err(DeviceError::NotFound(format!(
+            Some(SessionStatus::Ended { reason, lost: true }) => {
+                Err(DeviceError::Lost(reason.clone()))
+            }
+            Some(SessionStatus::Ended {
+                reason,
+                lost: false,
+            }) => Err(DeviceError::NotFound(format!(
                 "this session's device was {reason}; acquire a new one with getWeb"
             ))),
             None => {
                 drop(sessions);
                 match self.inner.store.device_binding(session) {
-                    Ok(Some(binding)) if binding.state == "ended_by_restart" => Err(DeviceError::Lost(
-                        "the daemon restarted, which ended this session; do not retry it".into(),
-                    )),
+                    Ok(Some(binding)) if binding.state == "ended_by_restart" => {
+                        Err(DeviceError::Lost(
+                            "the daemon restarted, which ended this session; do not retry it"
+                                .into(),
+                        ))
+                    }
                     _ => Err(DeviceError::NotFound(
                         "no device is bound to this session; acquire one with getWeb".into(),
                     )),
@@ -432,7 +444,11 @@ impl Pool {
             let keep = pool.count(DeviceState::Warm, Some(device.profile().name))
                 < pool.inner.config.web.warm
                 && !pool.inner.stopping.load(Ordering::SeqCst);
-            let reset = if keep { device.reset().await } else { Err(DeviceError::Unavailable("not kept".into())) };
+            let reset = if keep {
+                device.reset().await
+            } else {
+                Err(DeviceError::Unavailable("not kept".into()))
+            };
             match reset {
                 Ok(()) => {
                     if let Some(entry) = lock(&pool.inner.devices).get_mut(&id) {
@@ -484,7 +500,12 @@ impl Pool {
                 pid: entry.device.pid(),
             })
             .collect();
-        list.sort_by_key(|info| info.id.trim_start_matches("web-").parse::<u64>().unwrap_or(0));
+        list.sort_by_key(|info| {
+            info.id
+                .trim_start_matches("web-")
+                .parse::<u64>()
+                .unwrap_or(0)
+        });
         list
     }
 

@@ -47,7 +47,9 @@ pub fn builtin_profiles() -> Vec<Profile> {
 
 /// The built-in profile called `name`.
 pub fn profile(name: &str) -> Option<Profile> {
-    builtin_profiles().into_iter().find(|profile| profile.name == name)
+    builtin_profiles()
+        .into_iter()
+        .find(|profile| profile.name == name)
 }
 
 /// A configured web app: what `launchApp` opens.

@@ -71,8 +71,16 @@ impl ManagedChild {
             .args(&spec.args)
             .env_clear()
             .envs(spec.env.iter().map(|(name, value)| (name, value)))
-            .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
-            .stdout(if spec.stdout { Stdio::piped() } else { Stdio::null() })
+            .stdin(if spec.stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(if spec.stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
@@ -130,7 +138,9 @@ impl ManagedChild {
     pub fn stderr_tail(&self) -> String {
         self.stderr
             .lock()
-            .map(|buffer| String::from_utf8_lossy(&buffer.iter().copied().collect::<Vec<_>>()).into_owned())
+            .map(|buffer| {
+                String::from_utf8_lossy(&buffer.iter().copied().collect::<Vec<_>>()).into_owned()
+            })
             .unwrap_or_default()
     }
 
@@ -143,7 +153,10 @@ impl ManagedChild {
     pub fn exited(&self) -> impl Future<Output = Option<ExitStatus>> + Send + 'static {
         let mut exit = self.exit.clone();
         async move {
-            exit.wait_for(Option::is_some).await.ok().and_then(|status| *status)
+            exit.wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|status| *status)
         }
     }
 
@@ -204,7 +217,10 @@ fn exit_status_unknown() -> ExitStatus {
 }
 
 fn signal_group(pid: u32, signal: rustix::process::Signal) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
         let _ = rustix::process::kill_process_group(pid, signal);
     }
 }
@@ -225,7 +241,8 @@ mod tests {
     #[tokio::test]
     async fn captures_stderr_lines_and_exit() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let child = ManagedChild::spawn(&sh("echo one >&2; echo two >&2; exit 3"), Some(tx)).unwrap();
+        let child =
+            ManagedChild::spawn(&sh("echo one >&2; echo two >&2; exit 3"), Some(tx)).unwrap();
         assert_eq!(rx.recv().await.as_deref(), Some("one"));
         let status = child.exited().await.unwrap();
         assert_eq!(status.code(), Some(3));
@@ -253,8 +270,11 @@ mod tests {
         // Both are gone (not even zombies once reaped by us or by init).
         for _ in 0..200 {
             let alive = |pid: u32| {
-                std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|stat| !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                    !stat
+                        .rsplit_once(')')
+                        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+                })
             };
             if !alive(grandchild) && !alive(leader) {
                 return;

@@ -410,14 +410,27 @@ mod tests {
         let path = dir.path().join("paddock.db");
         {
             let store = Store::open(&path).unwrap();
-            store.bind_device("s1", "web-1", "web", "instance-a").unwrap();
-            store.bind_device("s2", "web-2", "web", "instance-a").unwrap();
+            store
+                .bind_device("s1", "web-1", "web", "instance-a")
+                .unwrap();
+            store
+                .bind_device("s2", "web-2", "web", "instance-a")
+                .unwrap();
             store.end_device_binding("s2", "released").unwrap();
         }
         let store = Store::open(&path).unwrap();
-        assert_eq!(store.end_bindings_of_other_instances("instance-b").unwrap(), 1);
-        assert_eq!(store.device_binding("s1").unwrap().unwrap().state, "ended_by_restart");
-        assert_eq!(store.device_binding("s2").unwrap().unwrap().state, "released");
+        assert_eq!(
+            store.end_bindings_of_other_instances("instance-b").unwrap(),
+            1
+        );
+        assert_eq!(
+            store.device_binding("s1").unwrap().unwrap().state,
+            "ended_by_restart"
+        );
+        assert_eq!(
+            store.device_binding("s2").unwrap().unwrap().state,
+            "released"
+        );
         assert!(store.device_binding("s3").unwrap().is_none());
     }
 

@@ -1,40 +1,135 @@
-//! The backend port: what tools need from the daemon's subsystems, as minimal Rust types. The
-//! device pool and agent runtimes implement it; tools never see their internals.
+//! The backend port: what tools need from the daemon's subsystems, as Rust types. The device
+//! pool implements it; tools never see its internals.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
-use crate::error::ToolError;
+use paddock_devices::{AppConfig, Device, DeviceError, DeviceInfo, Platform, Pool};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A device as `listDevices` reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceSummary {
-    pub id: String,
-    pub platform: String,
-    pub profile: String,
-    pub state: String,
-    pub session: Option<String>,
-}
-
 /// What the daemon provides to tools.
 pub trait Backend: Send + Sync {
-    fn list_devices(
-        &self,
-        platform: Option<&str>,
-    ) -> BoxFuture<'_, Result<Vec<DeviceSummary>, ToolError>>;
+    fn list_devices(&self, platform: Option<Platform>) -> Vec<DeviceInfo>;
+    /// Binds a device of `platform` to `session`; `true` when newly bound.
+    fn acquire<'a>(
+        &'a self,
+        session: &'a str,
+        platform: Platform,
+        profile: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(Arc<dyn Device>, bool), DeviceError>>;
+    /// Adds a new warm device to the pool; returns its id.
+    fn provision<'a>(
+        &'a self,
+        platform: Platform,
+        profile: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, DeviceError>>;
+    /// The device bound to `session`.
+    fn device(&self, session: &str) -> Result<Arc<dyn Device>, DeviceError>;
+    /// Releases the session's device; its id, if one was bound.
+    fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Option<String>>;
+    fn apps(&self) -> Vec<AppConfig>;
 }
 
-/// A backend with no device platforms configured: an empty pool.
+fn not_available(platform: Platform) -> DeviceError {
+    let name = match platform {
+        Platform::Web => "web device",
+        Platform::Android => "Android device",
+        Platform::Ios => "iOS simulator",
+    };
+    DeviceError::NotFound(format!(
+        "no {name} is available: this Paddock release drives web devices only; use getWeb"
+    ))
+}
+
+impl Backend for Pool {
+    fn list_devices(&self, platform: Option<Platform>) -> Vec<DeviceInfo> {
+        self.list(platform)
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        session: &'a str,
+        platform: Platform,
+        profile: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(Arc<dyn Device>, bool), DeviceError>> {
+        Box::pin(async move {
+            match platform {
+                Platform::Web => Pool::acquire(self, session, profile).await,
+                other => Err(not_available(other)),
+            }
+        })
+    }
+
+    fn provision<'a>(
+        &'a self,
+        platform: Platform,
+        profile: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, DeviceError>> {
+        Box::pin(async move {
+            match platform {
+                Platform::Web => {
+                    let ids = self.warm(1, profile, |_, _| {}).await?;
+                    ids.into_iter()
+                        .next()
+                        .ok_or_else(|| DeviceError::Failed("no device was provisioned".into()))
+                }
+                other => Err(not_available(other)),
+            }
+        })
+    }
+
+    fn device(&self, session: &str) -> Result<Arc<dyn Device>, DeviceError> {
+        Pool::device(self, session)
+    }
+
+    fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(Pool::release(self, session, "released by releaseDevice"))
+    }
+
+    fn apps(&self) -> Vec<AppConfig> {
+        Pool::apps(self).to_vec()
+    }
+}
+
+/// A backend with no device platforms: an empty pool (for hosts without devices).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoDevices;
 
 impl Backend for NoDevices {
-    fn list_devices(
-        &self,
-        _platform: Option<&str>,
-    ) -> BoxFuture<'_, Result<Vec<DeviceSummary>, ToolError>> {
-        Box::pin(async { Ok(Vec::new()) })
+    fn list_devices(&self, _platform: Option<Platform>) -> Vec<DeviceInfo> {
+        Vec::new()
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        _session: &'a str,
+        platform: Platform,
+        _profile: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(Arc<dyn Device>, bool), DeviceError>> {
+        Box::pin(async move { Err(not_available(platform)) })
+    }
+
+    fn provision<'a>(
+        &'a self,
+        platform: Platform,
+        _profile: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, DeviceError>> {
+        Box::pin(async move { Err(not_available(platform)) })
+    }
+
+    fn device(&self, _session: &str) -> Result<Arc<dyn Device>, DeviceError> {
+        Err(DeviceError::NotFound(
+            "no device is bound to this session; acquire one with getWeb".into(),
+        ))
+    }
+
+    fn release<'a>(&'a self, _session: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    fn apps(&self) -> Vec<AppConfig> {
+        Vec::new()
     }
 }

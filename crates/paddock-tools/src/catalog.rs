@@ -1,7 +1,8 @@
 //! The tool catalog: every tool Paddock registers, with its schema, hints, discovery class and
 //! policy classification. This is the contract clients see; `tests/snapshots` pins it.
 
-use serde_json::{Value, json};
+use paddock_devices::Platform;
+use serde_json::{Map, Value, json};
 
 /// How a tool takes part in discovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +63,9 @@ pub struct ToolDef {
     pub operations: &'static [OperationDef],
     /// Creates or destroys devices; excluded from `no-commerce` and `readonly`.
     pub commerce: bool,
+    /// For a tool that acts on the session's device: the platforms it supports. A call on a
+    /// device of another platform is an `[unsupported_platform]` error.
+    pub platforms: &'static [Platform],
 }
 
 impl ToolDef {
@@ -102,6 +106,26 @@ const DISCOVERY_OPERATIONS: &[OperationDef] = &[
 
 /// Every tool Paddock registers, in listing order.
 pub fn builtin() -> Vec<ToolDef> {
+    let mut tools = core_tools();
+    tools.extend(crate::catalog_devices::device_tools());
+    tools
+}
+
+/// Builds an object schema from `(name, schema)` pairs and the required names.
+pub(crate) fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
+    let properties: Map<String, Value> = properties
+        .iter()
+        .map(|(name, schema)| ((*name).to_owned(), schema.clone()))
+        .collect();
+    let mut schema =
+        json!({ "type": "object", "properties": properties, "additionalProperties": false });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+fn core_tools() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "setToolEnabled",
@@ -146,6 +170,7 @@ pub fn builtin() -> Vec<ToolDef> {
             plan_only: false,
             operations: &[],
             commerce: false,
+            platforms: &[],
         },
         ToolDef {
             name: "listDevices",
@@ -171,6 +196,7 @@ pub fn builtin() -> Vec<ToolDef> {
             plan_only: false,
             operations: &[],
             commerce: false,
+            platforms: &[],
         },
         ToolDef {
             name: "discovery",
@@ -205,6 +231,7 @@ pub fn builtin() -> Vec<ToolDef> {
             plan_only: false,
             operations: DISCOVERY_OPERATIONS,
             commerce: false,
+            platforms: &[],
         },
         ToolDef {
             name: "daemonInfo",
@@ -225,6 +252,7 @@ pub fn builtin() -> Vec<ToolDef> {
             plan_only: false,
             operations: &[],
             commerce: false,
+            platforms: &[],
         },
     ]
 }

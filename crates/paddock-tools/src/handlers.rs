@@ -8,21 +8,52 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::catalog::ToolDef;
 use crate::error::{ToolError, ToolErrorCode};
 use crate::server::Call;
 use crate::session::SessionKey;
 
-pub(crate) async fn dispatch(name: &str, call: Call<'_>) -> Result<Value, ToolError> {
-    match name {
-        "setToolEnabled" => set_tool_enabled(call),
-        "listDevices" => list_devices(call).await,
-        "discovery" => discovery(call),
-        "daemonInfo" => daemon_info(call),
+/// What a handler returns.
+pub(crate) enum Output {
+    /// Structured JSON, mirrored as text.
+    Json(Value),
+    /// Text for a model, an optional JPEG, and optional structured data.
+    Rich {
+        text: String,
+        image: Option<Vec<u8>>,
+        structured: Option<Value>,
+    },
+}
+
+pub(crate) async fn dispatch(tool: &ToolDef, call: Call<'_>) -> Result<Output, ToolError> {
+    use crate::handlers_devices as devices;
+    use paddock_devices::Platform;
+    let json = |result: Result<Value, ToolError>| result.map(Output::Json);
+    match tool.name {
+        "setToolEnabled" => json(set_tool_enabled(call)),
+        "listDevices" => json(list_devices(call)),
+        "discovery" => json(discovery(call)),
+        "daemonInfo" => json(daemon_info(call)),
+        "getWeb" => devices::acquire(call, tool.name, Platform::Web).await,
+        "getAndroid" => devices::acquire(call, tool.name, Platform::Android).await,
+        "getApple" => devices::acquire(call, tool.name, Platform::Ios).await,
+        "provisionDevice" => devices::provision(call).await,
+        "releaseDevice" => devices::release(call).await,
+        "listApps" => devices::list_apps(call),
+        "observe" => devices::observe(call, tool.platforms).await,
+        "screenshot" => devices::screenshot(call, tool.platforms).await,
+        "clipboard" => devices::clipboard(call, tool.platforms).await,
+        "tapOn" | "swipeOn" | "dragAndDrop" | "inputText" | "clearText" | "imeAction"
+        | "pressButton" | "sendKeys" | "launchApp" | "terminateApp" | "openLink" | "rotate"
+        | "highlight" => devices::device_action(call, tool.name, tool.platforms).await,
         other => Err(ToolError::internal(format!("no handler for `{other}`"))),
     }
 }
 
-fn parse<T: DeserializeOwned>(tool: &str, arguments: Map<String, Value>) -> Result<T, ToolError> {
+pub(crate) fn parse<T: DeserializeOwned>(
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<T, ToolError> {
     serde_json::from_value(Value::Object(arguments)).map_err(|error| {
         ToolError::invalid_input(format!("invalid arguments for `{tool}`: {error}"))
     })
@@ -176,21 +207,22 @@ impl Platform {
     }
 }
 
-async fn list_devices(call: Call<'_>) -> Result<Value, ToolError> {
+fn list_devices(call: Call<'_>) -> Result<Value, ToolError> {
     let args: ListDevicesArgs = parse("listDevices", call.arguments)?;
-    let devices = call
+    let platform = args
+        .platform
+        .and_then(|platform| paddock_devices::Platform::parse(platform.as_str()));
+    let devices: Vec<Value> = call
         .ctx
         .backend
-        .list_devices(args.platform.map(Platform::as_str))
-        .await?;
-    let devices: Vec<Value> = devices
+        .list_devices(platform)
         .into_iter()
         .map(|device| {
             json!({
                 "id": device.id,
-                "platform": device.platform,
+                "platform": device.platform.as_str(),
                 "profile": device.profile,
-                "state": device.state,
+                "state": device.state.as_str(),
                 "session": device.session,
             })
         })
@@ -268,7 +300,7 @@ fn discovery_status(call: &Call<'_>) -> Value {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 fn daemon_info(call: Call<'_>) -> Result<Value, ToolError> {
     let NoArgs {} = parse("daemonInfo", call.arguments)?;

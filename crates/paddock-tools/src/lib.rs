@@ -10,10 +10,13 @@ pub mod audit;
 pub mod auth;
 pub mod backend;
 pub mod catalog;
+mod catalog_devices;
 pub mod discovery;
 pub mod error;
 mod handlers;
+mod handlers_devices;
 pub mod policy;
+pub mod render;
 pub mod server;
 pub mod session;
 

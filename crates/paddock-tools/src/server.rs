@@ -509,7 +509,7 @@ impl ServerHandler for McpServer {
             arguments,
         };
         // A panic in a handler becomes a typed error for this call; the daemon keeps serving.
-        let outcome = std::panic::AssertUnwindSafe(handlers::dispatch(tool.name, call))
+        let outcome = std::panic::AssertUnwindSafe(handlers::dispatch(tool, call))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
@@ -519,9 +519,27 @@ impl ServerHandler for McpServer {
                 )))
             });
         match outcome {
-            Ok(value) => {
+            Ok(handlers::Output::Json(value)) => {
                 audit(Outcome::Ok, operation);
                 Ok(CallToolResult::structured(value).into())
+            }
+            Ok(handlers::Output::Rich {
+                text,
+                image,
+                structured,
+            }) => {
+                audit(Outcome::Ok, operation);
+                let mut content = vec![ContentBlock::text(text)];
+                if let Some(jpeg) = image {
+                    use base64::Engine as _;
+                    content.push(ContentBlock::image(
+                        base64::engine::general_purpose::STANDARD.encode(jpeg),
+                        "image/jpeg",
+                    ));
+                }
+                let mut result = CallToolResult::success(content);
+                result.structured_content = structured;
+                Ok(result.into())
             }
             Err(error) => {
                 let outcome = if error.is_forbidden() {

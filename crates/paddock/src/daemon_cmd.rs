@@ -10,7 +10,11 @@ use clap::{Args, Subcommand};
 use paddock_client::control::StatusResult;
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_daemon::launcher::{self, DetachedLaunch, StartReport, StopReport};
+use std::path::PathBuf;
+
 use paddock_daemon::{DaemonConfig, FaultInjection, McpOptions, RunOutcome};
+use paddock_devices::web::ChromiumConfig;
+use paddock_devices::{AppConfig, PoolConfig, WebPoolConfig};
 use paddock_ingress::IngressConfig;
 use paddock_tools::PolicyProfile;
 use paddock_tools::discovery::SelectionInput;
@@ -65,6 +69,47 @@ pub struct StartArgs {
     /// Register tools that need `--debug` (such as `daemonInfo`).
     #[arg(long)]
     debug: bool,
+    /// The Chromium executable for web devices.
+    #[arg(long, env = "PADDOCK_CHROMIUM", default_value = "/usr/bin/chromium")]
+    chromium: PathBuf,
+    /// How many web devices to keep warm.
+    #[arg(long, env = "PADDOCK_WEB_WARM", default_value_t = 2)]
+    web_warm: usize,
+    /// The default emulation profile of web devices: `pixel7`, `iphone15` or `desktop`.
+    #[arg(long, env = "PADDOCK_WEB_PROFILE", default_value = "pixel7", value_parser = ["pixel7", "iphone15", "desktop"])]
+    web_profile: String,
+    /// A web app `launchApp` can open, as `ID=URL` (repeatable; also `PADDOCK_WEB_APPS`, comma-separated).
+    #[arg(long = "web-app", value_name = "ID=URL", value_parser = parse_app)]
+    web_app: Vec<AppConfig>,
+    /// Seconds without a device call after which a session's device is released.
+    #[arg(long, env = "PADDOCK_DEVICE_IDLE_TIMEOUT_SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    device_idle_timeout_secs: u64,
+}
+
+/// Parses `ID=URL` (the URL must be http or https).
+fn parse_app(text: &str) -> Result<AppConfig, String> {
+    let (id, url) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not `ID=URL`"))?;
+    let id = id.trim();
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(format!(
+            "app id `{id}` must be letters, digits, `-`, `_` or `.`"
+        ));
+    }
+    let url = url.trim();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!("app `{id}`: `{url}` is not an http or https URL"));
+    }
+    Ok(AppConfig {
+        id: id.to_owned(),
+        name: id.to_owned(),
+        url: url.to_owned(),
+    })
 }
 
 impl Default for StartArgs {
@@ -78,6 +123,11 @@ impl Default for StartArgs {
             enable_tool: Vec::new(),
             disable_tool: Vec::new(),
             debug: false,
+            chromium: PathBuf::from("/usr/bin/chromium"),
+            web_warm: 2,
+            web_profile: "pixel7".to_owned(),
+            web_app: Vec::new(),
+            device_idle_timeout_secs: 900,
         }
     }
 }
@@ -133,9 +183,30 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
         },
         debug: args.debug,
     };
+    let mut apps = args.web_app.clone();
+    if let Some(list) = env.var("PADDOCK_WEB_APPS").and_then(|value| value.to_str()) {
+        for item in paddock_tools::discovery::parse_list(list) {
+            apps.push(
+                parse_app(&item).map_err(|error| anyhow::anyhow!("PADDOCK_WEB_APPS: {error}"))?,
+            );
+        }
+    }
+    let devices = PoolConfig {
+        web: WebPoolConfig {
+            chromium: ChromiumConfig {
+                executable: args.chromium.clone(),
+                ..ChromiumConfig::default()
+            },
+            warm: args.web_warm,
+            profile: args.web_profile.clone(),
+            apps,
+        },
+        idle_timeout: Duration::from_secs(args.device_idle_timeout_secs),
+    };
     let config = DaemonConfig {
         env,
         mcp,
+        devices,
         ingress: IngressConfig {
             port: args.port,
             startup_hold: Duration::from_millis(args.startup_hold_ms),
@@ -196,6 +267,19 @@ pub fn detached_launch(
     }
     if args.debug {
         child_args.push("--debug".into());
+    }
+    child_args.extend([
+        "--chromium".into(),
+        args.chromium.clone().into_os_string(),
+        "--web-warm".into(),
+        args.web_warm.to_string().into(),
+        "--web-profile".into(),
+        args.web_profile.clone().into(),
+        "--device-idle-timeout-secs".into(),
+        args.device_idle_timeout_secs.to_string().into(),
+    ]);
+    for app in &args.web_app {
+        child_args.extend(["--web-app".into(), format!("{}={}", app.id, app.url).into()]);
     }
     Ok(DetachedLaunch {
         program,

@@ -1,6 +1,7 @@
 //! The `paddock` command: clap definitions and glue. The work happens in the library crates.
 
 mod daemon_cmd;
+mod devices_cmd;
 mod logging;
 mod mcp_cmd;
 
@@ -26,6 +27,8 @@ enum Command {
     /// Serve MCP on stdin/stdout, forwarding to the daemon (started if needed). For MCP clients:
     /// `claude mcp add paddock -- paddock mcp`.
     Mcp(mcp_cmd::McpArgs),
+    /// List the device pool and its sessions, or warm more devices.
+    Devices(devices_cmd::DevicesArgs),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Daemon(command) => daemon_cmd::run(command, &cli.logging).await,
             Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
+            Command::Devices(args) => devices_cmd::run(args).await,
         }
     });
     match result {

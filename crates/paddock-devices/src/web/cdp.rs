@@ -79,7 +79,9 @@ impl Cdp {
             let events = events.clone();
             tokio::spawn(async move {
                 while let Some(Ok(message)) = stream.next().await {
-                    let Message::Text(text) = message else { continue };
+                    let Message::Text(text) = message else {
+                        continue;
+                    };
                     let Ok(value) = serde_json::from_str::<Value>(text.as_str()) else {
                         continue;
                     };

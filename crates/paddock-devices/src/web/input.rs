@@ -4,19 +4,34 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{WebDevice, apply_emulation, BLANK};
+use super::{BLANK, WebDevice, apply_emulation};
 use crate::device::{Action, DeviceError, ImeAction, Key, SwipeDirection, TapKind, Target};
 
 /// Performs `action`; returns an optional detail for the caller.
-pub(super) async fn perform(device: &WebDevice, action: Action) -> Result<Option<String>, DeviceError> {
+pub(super) async fn perform(
+    device: &WebDevice,
+    action: Action,
+) -> Result<Option<String>, DeviceError> {
     match action {
         Action::Tap { target, kind } => {
             let (x, y, _) = device.point_of(&target).await?;
             tap(device, x, y, kind).await?;
             Ok(None)
         }
-        Action::Swipe { direction, within, until_visible, max_swipes } => {
-            swipe(device, direction, within.as_ref(), until_visible.as_deref(), max_swipes).await
+        Action::Swipe {
+            direction,
+            within,
+            until_visible,
+            max_swipes,
+        } => {
+            swipe(
+                device,
+                direction,
+                within.as_ref(),
+                until_visible.as_deref(),
+                max_swipes,
+            )
+            .await
         }
         Action::Drag { from, to } => {
             let (x1, y1, _) = device.point_of(&from).await?;
@@ -26,12 +41,16 @@ pub(super) async fn perform(device: &WebDevice, action: Action) -> Result<Option
         }
         Action::InputText { target, text } => {
             focus_editable(device, target.as_ref()).await?;
-            device.call("Input.insertText", json!({ "text": text })).await?;
+            device
+                .call("Input.insertText", json!({ "text": text }))
+                .await?;
             Ok(None)
         }
         Action::ClearText { target } => {
             focus_editable(device, target.as_ref()).await?;
-            device.eval("window.__paddock.selectFocused()", false).await?;
+            device
+                .eval("window.__paddock.selectFocused()", false)
+                .await?;
             key(device, "Backspace", "Backspace", 8, None).await?;
             Ok(None)
         }
@@ -66,7 +85,10 @@ pub(super) async fn perform(device: &WebDevice, action: Action) -> Result<Option
         Action::TerminateApp(app) => {
             let mut state = device.state.lock().await;
             if state.app.as_deref() != Some(app.id.as_str()) {
-                return Err(DeviceError::InvalidInput(format!("app `{}` is not running", app.id)));
+                return Err(DeviceError::InvalidInput(format!(
+                    "app `{}` is not running",
+                    app.id
+                )));
             }
             state.app = None;
             drop(state);
@@ -82,21 +104,39 @@ pub(super) async fn perform(device: &WebDevice, action: Action) -> Result<Option
             apply_emulation(&device.cdp, &session, &device.profile, orientation).await?;
             Ok(None)
         }
+        Action::ClipboardRead => Ok(Some(device.state.lock().await.clipboard.clone())),
+        Action::ClipboardWrite(text) => {
+            device.state.lock().await.clipboard = text.clone();
+            Ok(Some(text))
+        }
         Action::ClipboardCopy => {
-            let selected = device.eval("window.__paddock.selectionText()", false).await?;
+            let selected = device
+                .eval("window.__paddock.selectionText()", false)
+                .await?;
             let text = selected.as_str().unwrap_or_default().to_owned();
             if text.is_empty() {
-                return Err(DeviceError::InvalidInput("nothing is selected to copy".into()));
+                return Err(DeviceError::InvalidInput(
+                    "nothing is selected to copy".into(),
+                ));
             }
             device.state.lock().await.clipboard = text.clone();
             Ok(Some(text))
         }
         Action::ClipboardPaste => {
             let text = device.state.lock().await.clipboard.clone();
-            if device.eval("window.__paddock.focused()", false).await?.get("editable") != Some(&Value::Bool(true)) {
-                return Err(DeviceError::InvalidInput("no text field is focused to paste into".into()));
+            if device
+                .eval("window.__paddock.focused()", false)
+                .await?
+                .get("editable")
+                != Some(&Value::Bool(true))
+            {
+                return Err(DeviceError::InvalidInput(
+                    "no text field is focused to paste into".into(),
+                ));
             }
-            device.call("Input.insertText", json!({ "text": text })).await?;
+            device
+                .call("Input.insertText", json!({ "text": text }))
+                .await?;
             Ok(Some(text))
         }
         Action::Highlight { targets, color } => {
@@ -111,13 +151,25 @@ pub(super) async fn perform(device: &WebDevice, action: Action) -> Result<Option
             }
             let color = sanitize_color(&color)?;
             device
-                .eval(&format!("window.__paddock.highlight({}, {})", Value::Array(boxes), json!(color)), false)
+                .eval(
+                    &format!(
+                        "window.__paddock.highlight({}, {})",
+                        Value::Array(boxes),
+                        json!(color)
+                    ),
+                    false,
+                )
                 .await?;
             Ok(None)
         }
         Action::ClearHighlights => {
-            let removed = device.eval("window.__paddock.clearHighlights()", false).await?;
-            Ok(Some(format!("removed {} highlight(s)", removed.as_u64().unwrap_or(0))))
+            let removed = device
+                .eval("window.__paddock.clearHighlights()", false)
+                .await?;
+            Ok(Some(format!(
+                "removed {} highlight(s)",
+                removed.as_u64().unwrap_or(0)
+            )))
         }
     }
 }
@@ -128,7 +180,9 @@ pub(crate) fn check_url(url: &str) -> Result<(), DeviceError> {
     let lower = url.trim().to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         if url.chars().any(char::is_whitespace) {
-            return Err(DeviceError::InvalidInput(format!("`{url}` contains whitespace")));
+            return Err(DeviceError::InvalidInput(format!(
+                "`{url}` contains whitespace"
+            )));
         }
         return Ok(());
     }
@@ -145,11 +199,19 @@ fn sanitize_color(color: &str) -> Result<String, DeviceError> {
     if ok {
         Ok(color.to_owned())
     } else {
-        Err(DeviceError::InvalidInput("`color` must be a CSS color name or #hex".into()))
+        Err(DeviceError::InvalidInput(
+            "`color` must be a CSS color name or #hex".into(),
+        ))
     }
 }
 
-async fn mouse(device: &WebDevice, kind: &str, x: f64, y: f64, click_count: u32) -> Result<(), DeviceError> {
+async fn mouse(
+    device: &WebDevice,
+    kind: &str,
+    x: f64,
+    y: f64,
+    click_count: u32,
+) -> Result<(), DeviceError> {
     device
         .call(
             "Input.dispatchMouseEvent",
@@ -161,7 +223,10 @@ async fn mouse(device: &WebDevice, kind: &str, x: f64, y: f64, click_count: u32)
 
 async fn tap(device: &WebDevice, x: f64, y: f64, kind: TapKind) -> Result<(), DeviceError> {
     device
-        .call("Input.dispatchMouseEvent", json!({ "type": "mouseMoved", "x": x, "y": y }))
+        .call(
+            "Input.dispatchMouseEvent",
+            json!({ "type": "mouseMoved", "x": x, "y": y }),
+        )
         .await?;
     match kind {
         TapKind::Tap => {
@@ -184,7 +249,10 @@ async fn tap(device: &WebDevice, x: f64, y: f64, kind: TapKind) -> Result<(), De
 
 async fn drag(device: &WebDevice, from: (f64, f64), to: (f64, f64)) -> Result<(), DeviceError> {
     device
-        .call("Input.dispatchMouseEvent", json!({ "type": "mouseMoved", "x": from.0, "y": from.1 }))
+        .call(
+            "Input.dispatchMouseEvent",
+            json!({ "type": "mouseMoved", "x": from.0, "y": from.1 }),
+        )
         .await?;
     mouse(device, "mousePressed", from.0, from.1, 1).await?;
     const STEPS: u32 = 12;
@@ -193,7 +261,10 @@ async fn drag(device: &WebDevice, from: (f64, f64), to: (f64, f64)) -> Result<()
         let x = from.0 + (to.0 - from.0) * t;
         let y = from.1 + (to.1 - from.1) * t;
         device
-            .call("Input.dispatchMouseEvent", json!({ "type": "mouseMoved", "x": x, "y": y, "button": "left", "buttons": 1 }))
+            .call(
+                "Input.dispatchMouseEvent",
+                json!({ "type": "mouseMoved", "x": x, "y": y, "button": "left", "buttons": 1 }),
+            )
             .await?;
     }
     mouse(device, "mouseReleased", to.0, to.1, 1).await
@@ -207,13 +278,25 @@ async fn swipe(
     max_swipes: u32,
 ) -> Result<Option<String>, DeviceError> {
     let info = device.eval("window.__paddock.scrollInfo()", false).await?;
-    let width = info.pointer("/viewport/0").and_then(Value::as_f64).unwrap_or(0.0);
-    let height = info.pointer("/viewport/1").and_then(Value::as_f64).unwrap_or(0.0);
+    let width = info
+        .pointer("/viewport/0")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let height = info
+        .pointer("/viewport/1")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
     let (x, y, area_width, area_height) = match within {
         Some(target) => {
             let (x, y, found) = device.point_of(target).await?;
-            let w = found.pointer("/bounds/2").and_then(Value::as_f64).unwrap_or(width);
-            let h = found.pointer("/bounds/3").and_then(Value::as_f64).unwrap_or(height);
+            let w = found
+                .pointer("/bounds/2")
+                .and_then(Value::as_f64)
+                .unwrap_or(width);
+            let h = found
+                .pointer("/bounds/3")
+                .and_then(Value::as_f64)
+                .unwrap_or(height);
             (x, y, w, h)
         }
         None => (width / 2.0, height / 2.0, width, height),
@@ -224,14 +307,26 @@ async fn swipe(
         SwipeDirection::Left => (area_width * 0.7, 0.0),
         SwipeDirection::Right => (-area_width * 0.7, 0.0),
     };
-    let visible = |found: &Value| found.get("found") == Some(&Value::Bool(true)) && found.get("offscreen").is_some_and(Value::is_null);
+    let visible = |found: &Value| {
+        found.get("found") == Some(&Value::Bool(true))
+            && found.get("offscreen").is_some_and(Value::is_null)
+    };
     let query = until_visible.map(|text| json!({ "text": text }));
-    let swipes = if query.is_some() { max_swipes.max(1) } else { 1 };
+    let swipes = if query.is_some() {
+        max_swipes.max(1)
+    } else {
+        1
+    };
     for done in 0..swipes {
         if let Some(query) = &query {
-            let found = device.eval(&format!("window.__paddock.locate({query})"), false).await?;
+            let found = device
+                .eval(&format!("window.__paddock.locate({query})"), false)
+                .await?;
             if visible(&found) {
-                return Ok(Some(format!("`{}` is visible after {done} swipe(s)", until_visible.unwrap_or_default())));
+                return Ok(Some(format!(
+                    "`{}` is visible after {done} swipe(s)",
+                    until_visible.unwrap_or_default()
+                )));
             }
         }
         let before = device.eval("window.__paddock.scrollInfo()", false).await?;
@@ -245,10 +340,24 @@ async fn swipe(
         device.settle(Duration::from_millis(600)).await;
         if query.is_some() {
             let after = device.eval("window.__paddock.scrollInfo()", false).await?;
-            if after.get("scroll") == before.get("scroll") && after.get("content") == before.get("content") {
-                let found = device.eval(&format!("window.__paddock.locate({})", query.clone().unwrap_or_default()), false).await?;
+            if after.get("scroll") == before.get("scroll")
+                && after.get("content") == before.get("content")
+            {
+                let found = device
+                    .eval(
+                        &format!(
+                            "window.__paddock.locate({})",
+                            query.clone().unwrap_or_default()
+                        ),
+                        false,
+                    )
+                    .await?;
                 if visible(&found) {
-                    return Ok(Some(format!("`{}` is visible after {} swipe(s)", until_visible.unwrap_or_default(), done + 1)));
+                    return Ok(Some(format!(
+                        "`{}` is visible after {} swipe(s)",
+                        until_visible.unwrap_or_default(),
+                        done + 1
+                    )));
                 }
                 return Err(DeviceError::NotFound(format!(
                     "`{}` did not come into view: the content stopped scrolling after {} swipe(s)",
@@ -259,9 +368,14 @@ async fn swipe(
         }
     }
     if let Some(query) = &query {
-        let found = device.eval(&format!("window.__paddock.locate({query})"), false).await?;
+        let found = device
+            .eval(&format!("window.__paddock.locate({query})"), false)
+            .await?;
         if visible(&found) {
-            return Ok(Some(format!("`{}` is visible after {swipes} swipe(s)", until_visible.unwrap_or_default())));
+            return Ok(Some(format!(
+                "`{}` is visible after {swipes} swipe(s)",
+                until_visible.unwrap_or_default()
+            )));
         }
         return Err(DeviceError::NotFound(format!(
             "`{}` is not visible after {swipes} swipe(s)",
@@ -275,10 +389,14 @@ async fn focus_editable(device: &WebDevice, target: Option<&Target>) -> Result<(
     if let Some(target) = target {
         let (x, y, found) = device.point_of(target).await?;
         if found.get("editable") == Some(&Value::Bool(false)) {
-            return Err(DeviceError::InvalidInput("the target is not a text field".into()));
+            return Err(DeviceError::InvalidInput(
+                "the target is not a text field".into(),
+            ));
         }
         if found.get("disabled") == Some(&Value::Bool(true)) {
-            return Err(DeviceError::InvalidInput("the text field is disabled".into()));
+            return Err(DeviceError::InvalidInput(
+                "the text field is disabled".into(),
+            ));
         }
         tap(device, x, y, TapKind::Tap).await?;
     }
@@ -291,15 +409,34 @@ async fn focus_editable(device: &WebDevice, target: Option<&Target>) -> Result<(
     Ok(())
 }
 
-async fn key(device: &WebDevice, key: &str, code: &str, key_code: u32, text: Option<&str>) -> Result<(), DeviceError> {
+async fn key(
+    device: &WebDevice,
+    key: &str,
+    code: &str,
+    key_code: u32,
+    text: Option<&str>,
+) -> Result<(), DeviceError> {
     key_event(device, key, code, key_code, text, 0).await
 }
 
-async fn key_with_modifiers(device: &WebDevice, key: &str, code: &str, key_code: u32, modifiers: u32) -> Result<(), DeviceError> {
+async fn key_with_modifiers(
+    device: &WebDevice,
+    key: &str,
+    code: &str,
+    key_code: u32,
+    modifiers: u32,
+) -> Result<(), DeviceError> {
     key_event(device, key, code, key_code, None, modifiers).await
 }
 
-async fn key_event(device: &WebDevice, key: &str, code: &str, key_code: u32, text: Option<&str>, modifiers: u32) -> Result<(), DeviceError> {
+async fn key_event(
+    device: &WebDevice,
+    key: &str,
+    code: &str,
+    key_code: u32,
+    text: Option<&str>,
+    modifiers: u32,
+) -> Result<(), DeviceError> {
     let mut down = json!({ "type": if text.is_some() { "keyDown" } else { "rawKeyDown" }, "key": key, "code": code, "modifiers": modifiers });
     if key_code != 0 {
         down["windowsVirtualKeyCode"] = json!(key_code);
@@ -329,21 +466,41 @@ async fn press(device: &WebDevice, button: Key) -> Result<Option<String>, Device
     let (key_name, code, key_code) = match button {
         Key::Back => {
             let history = device.call("Page.getNavigationHistory", json!({})).await?;
-            let index = history.get("currentIndex").and_then(Value::as_i64).unwrap_or(0);
+            let index = history
+                .get("currentIndex")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             if index <= 0 {
-                return Err(DeviceError::InvalidInput("there is no page to go back to".into()));
+                return Err(DeviceError::InvalidInput(
+                    "there is no page to go back to".into(),
+                ));
             }
-            let entry = history.pointer(&format!("/entries/{}/id", index - 1)).and_then(Value::as_i64).unwrap_or(0);
-            device.call("Page.navigateToHistoryEntry", json!({ "entryId": entry })).await?;
+            let entry = history
+                .pointer(&format!("/entries/{}/id", index - 1))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            device
+                .call("Page.navigateToHistoryEntry", json!({ "entryId": entry }))
+                .await?;
             return Ok(None);
         }
         Key::Forward => {
             let history = device.call("Page.getNavigationHistory", json!({})).await?;
-            let index = history.get("currentIndex").and_then(Value::as_i64).unwrap_or(0);
-            let Some(entry) = history.pointer(&format!("/entries/{}/id", index + 1)).and_then(Value::as_i64) else {
-                return Err(DeviceError::InvalidInput("there is no page to go forward to".into()));
+            let index = history
+                .get("currentIndex")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let Some(entry) = history
+                .pointer(&format!("/entries/{}/id", index + 1))
+                .and_then(Value::as_i64)
+            else {
+                return Err(DeviceError::InvalidInput(
+                    "there is no page to go forward to".into(),
+                ));
             };
-            device.call("Page.navigateToHistoryEntry", json!({ "entryId": entry })).await?;
+            device
+                .call("Page.navigateToHistoryEntry", json!({ "entryId": entry }))
+                .await?;
             return Ok(None);
         }
         Key::Home => {
@@ -385,7 +542,17 @@ mod tests {
     fn only_web_urls_open() {
         assert!(check_url("https://example.com/a?b").is_ok());
         assert!(check_url("http://127.0.0.1:8080/").is_ok());
-        for bad in ["file:///etc/passwd", "chrome://settings", "javascript:alert(1)", "data:text/html,x", "about:blank", "view-source:http://x", "FILE:///x", "ftp://x", "http://a b"] {
+        for bad in [
+            "file:///etc/passwd",
+            "chrome://settings",
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "about:blank",
+            "view-source:http://x",
+            "FILE:///x",
+            "ftp://x",
+            "http://a b",
+        ] {
             assert!(check_url(bad).is_err(), "{bad}");
         }
     }

@@ -97,11 +97,17 @@ fn cdp_error(error: CdpError) -> DeviceError {
 
 impl WebDevice {
     /// Launches Chromium and prepares a page with `profile`'s emulation.
-    pub async fn launch(id: String, config: &ChromiumConfig, profile: Profile) -> Result<Arc<Self>, DeviceError> {
+    pub async fn launch(
+        id: String,
+        config: &ChromiumConfig,
+        profile: Profile,
+    ) -> Result<Arc<Self>, DeviceError> {
         let user_data = tempfile::Builder::new()
             .prefix("paddock-chromium-")
             .tempdir()
-            .map_err(|error| DeviceError::Failed(format!("could not create a profile directory: {error}")))?;
+            .map_err(|error| {
+                DeviceError::Failed(format!("could not create a profile directory: {error}"))
+            })?;
         let mut args: Vec<std::ffi::OsString> = [
             "--headless",
             "--disable-gpu",
@@ -174,7 +180,13 @@ impl WebDevice {
             DeviceError::Unavailable(format!(
                 "Chromium did not start within {:?}: {}",
                 config.launch_timeout,
-                child.stderr_tail().lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+                child
+                    .stderr_tail()
+                    .lines()
+                    .rev()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join(" | ")
             ))
         })?;
         let cdp = Cdp::connect(&ws_url)
@@ -198,7 +210,8 @@ impl WebDevice {
                 let _ = died_tx.send(true);
             });
         }
-        let (context_id, target_id, session_id) = open_page(&cdp, &profile, Orientation::Portrait).await?;
+        let (context_id, target_id, session_id) =
+            open_page(&cdp, &profile, Orientation::Portrait).await?;
         let loading = Arc::new(AtomicBool::new(false));
         spawn_event_watch(&cdp, session_id.clone(), loading.clone());
         Ok(Arc::new(Self {
@@ -255,7 +268,10 @@ impl WebDevice {
                 .unwrap_or("script error");
             return Err(DeviceError::Failed(format!("page script failed: {text}")));
         }
-        Ok(result.pointer("/result/value").cloned().unwrap_or(Value::Null))
+        Ok(result
+            .pointer("/result/value")
+            .cloned()
+            .unwrap_or(Value::Null))
     }
 
     /// Waits until navigation has finished and the DOM has been quiet for a moment, at most
@@ -303,7 +319,10 @@ impl WebDevice {
                 false,
             )
             .await?;
-        let next_ref = raw.get("nextRef").and_then(Value::as_u64).unwrap_or(ref_base);
+        let next_ref = raw
+            .get("nextRef")
+            .and_then(Value::as_u64)
+            .unwrap_or(ref_base);
         {
             let mut state = self.state.lock().await;
             state.ref_base = state.ref_base.max(next_ref);
@@ -325,7 +344,10 @@ impl WebDevice {
             .map(|elements| elements.iter().map(parse_element).collect())
             .unwrap_or_default();
         let screenshot = match options.screenshot_width {
-            Some(width) => Some(self.screenshot_inner(Some(width), options.screenshot_quality).await?),
+            Some(width) => Some(
+                self.screenshot_inner(Some(width), options.screenshot_quality)
+                    .await?,
+            ),
             None => None,
         };
         let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -357,11 +379,27 @@ impl WebDevice {
         })
     }
 
-    async fn screenshot_inner(&self, width: Option<u32>, quality: u8) -> Result<Screenshot, DeviceError> {
+    async fn screenshot_inner(
+        &self,
+        width: Option<u32>,
+        quality: u8,
+    ) -> Result<Screenshot, DeviceError> {
         let info = self.eval("window.__paddock.scrollInfo()", false).await?;
-        let viewport_width = info.pointer("/viewport/0").and_then(Value::as_f64).unwrap_or(1.0).max(1.0);
-        let viewport_height = info.pointer("/viewport/1").and_then(Value::as_f64).unwrap_or(1.0).max(1.0);
-        let dpr = info.get("dpr").and_then(Value::as_f64).unwrap_or(1.0).max(0.1);
+        let viewport_width = info
+            .pointer("/viewport/0")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+            .max(1.0);
+        let viewport_height = info
+            .pointer("/viewport/1")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+            .max(1.0);
+        let dpr = info
+            .get("dpr")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+            .max(0.1);
         let target_width = f64::from(width.unwrap_or(u32::MAX)).min(viewport_width * dpr);
         // `scale` multiplies CSS pixels: the image is target_width pixels wide.
         let scale = (target_width / viewport_width).max(0.05);
@@ -376,7 +414,10 @@ impl WebDevice {
                 }),
             )
             .await?;
-        let data = result.get("data").and_then(Value::as_str).unwrap_or_default();
+        let data = result
+            .get("data")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let jpeg = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|error| DeviceError::Failed(format!("screenshot was not base64: {error}")))?;
@@ -392,8 +433,14 @@ impl WebDevice {
         let query = match target {
             Target::Point(point) => {
                 let info = self.eval("window.__paddock.scrollInfo()", false).await?;
-                let width = info.pointer("/viewport/0").and_then(Value::as_f64).unwrap_or(0.0);
-                let height = info.pointer("/viewport/1").and_then(Value::as_f64).unwrap_or(0.0);
+                let width = info
+                    .pointer("/viewport/0")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                let height = info
+                    .pointer("/viewport/1")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
                 if !(0.0..width).contains(&point.x) || !(0.0..height).contains(&point.y) {
                     return Err(DeviceError::InvalidInput(format!(
                         "point ({}, {}) is outside the {width}x{height} screen",
@@ -414,7 +461,9 @@ impl WebDevice {
                 Target::Ref(reference) => format!(
                     "ref `{reference}` is not on this page (refs live as long as their element); observe again for current refs"
                 ),
-                Target::Text(text) => format!("no visible element with text `{text}`; observe to see what is on screen"),
+                Target::Text(text) => format!(
+                    "no visible element with text `{text}`; observe to see what is on screen"
+                ),
                 Target::Id(id) => format!("no element with id `{id}`"),
                 Target::Point(_) => "no element".to_owned(),
             }));
@@ -437,15 +486,23 @@ impl WebDevice {
                 describe(target)
             )));
         }
-        let x = found.pointer("/center/0").and_then(Value::as_f64).unwrap_or(0.0);
-        let y = found.pointer("/center/1").and_then(Value::as_f64).unwrap_or(0.0);
+        let x = found
+            .pointer("/center/0")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let y = found
+            .pointer("/center/1")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
         Ok((x, y, found))
     }
 
     async fn navigate(&self, url: &str) -> Result<(), DeviceError> {
         let result = self.call("Page.navigate", json!({ "url": url })).await?;
         if let Some(error) = result.get("errorText").and_then(Value::as_str) {
-            return Err(DeviceError::Failed(format!("could not open `{url}`: {error}")));
+            return Err(DeviceError::Failed(format!(
+                "could not open `{url}`: {error}"
+            )));
         }
         Ok(())
     }
@@ -481,9 +538,18 @@ fn parse_element(raw: &Value) -> Element {
         states: raw
             .get("states")
             .and_then(Value::as_array)
-            .map(|states| states.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|states| {
+                states
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default(),
-        level: raw.get("level").and_then(Value::as_u64).map(|level| level as u32),
+        level: raw
+            .get("level")
+            .and_then(Value::as_u64)
+            .map(|level| level as u32),
         id: text("id"),
         bounds: [at(0), at(1), at(2), at(3)],
         offscreen: raw.get("offscreen") == Some(&Value::Bool(true)),
@@ -520,7 +586,8 @@ fn spawn_event_watch(cdp: &Cdp, session_id: String, loading: Arc<AtomicBool>) {
                             }
                         }
                         "Page.frameStoppedLoading" | "Page.loadEventFired" => {
-                            if event.method == "Page.loadEventFired" || is_main_frame(&event.params) {
+                            if event.method == "Page.loadEventFired" || is_main_frame(&event.params)
+                            {
                                 loading.store(false, Ordering::SeqCst);
                             }
                         }
@@ -543,12 +610,25 @@ fn is_main_frame(params: &Value) -> bool {
 }
 
 /// Creates a browser context with one page and applies `profile`'s emulation.
-async fn open_page(cdp: &Cdp, profile: &Profile, orientation: Orientation) -> Result<(String, String, String), DeviceError> {
+async fn open_page(
+    cdp: &Cdp,
+    profile: &Profile,
+    orientation: Orientation,
+) -> Result<(String, String, String), DeviceError> {
     let context = cdp
-        .call(None, "Target.createBrowserContext", json!({ "disposeOnDetach": false }), CALL_TIMEOUT)
+        .call(
+            None,
+            "Target.createBrowserContext",
+            json!({ "disposeOnDetach": false }),
+            CALL_TIMEOUT,
+        )
         .await
         .map_err(cdp_error)?;
-    let context_id = context.get("browserContextId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let context_id = context
+        .get("browserContextId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let target = cdp
         .call(
             None,
@@ -558,14 +638,29 @@ async fn open_page(cdp: &Cdp, profile: &Profile, orientation: Orientation) -> Re
         )
         .await
         .map_err(cdp_error)?;
-    let target_id = target.get("targetId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let target_id = target
+        .get("targetId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let attached = cdp
-        .call(None, "Target.attachToTarget", json!({ "targetId": target_id, "flatten": true }), CALL_TIMEOUT)
+        .call(
+            None,
+            "Target.attachToTarget",
+            json!({ "targetId": target_id, "flatten": true }),
+            CALL_TIMEOUT,
+        )
         .await
         .map_err(cdp_error)?;
-    let session_id = attached.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let session_id = attached
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let session = Some(session_id.as_str());
-    cdp.call(session, "Page.enable", json!({}), CALL_TIMEOUT).await.map_err(cdp_error)?;
+    cdp.call(session, "Page.enable", json!({}), CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
     cdp.call(
         session,
         "Page.addScriptToEvaluateOnNewDocument",
@@ -578,7 +673,12 @@ async fn open_page(cdp: &Cdp, profile: &Profile, orientation: Orientation) -> Re
     Ok((context_id, target_id, session_id))
 }
 
-async fn apply_emulation(cdp: &Cdp, session_id: &str, profile: &Profile, orientation: Orientation) -> Result<(), DeviceError> {
+async fn apply_emulation(
+    cdp: &Cdp,
+    session_id: &str,
+    profile: &Profile,
+    orientation: Orientation,
+) -> Result<(), DeviceError> {
     let session = Some(session_id);
     let (width, height, angle, kind) = match orientation {
         Orientation::Portrait => (profile.width, profile.height, 0, "portraitPrimary"),
@@ -600,9 +700,14 @@ async fn apply_emulation(cdp: &Cdp, session_id: &str, profile: &Profile, orienta
     )
     .await
     .map_err(cdp_error)?;
-    cdp.call(session, "Emulation.setUserAgentOverride", json!({ "userAgent": profile.user_agent }), CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+    cdp.call(
+        session,
+        "Emulation.setUserAgentOverride",
+        json!({ "userAgent": profile.user_agent }),
+        CALL_TIMEOUT,
+    )
+    .await
+    .map_err(cdp_error)?;
     cdp.call(
         session,
         "Emulation.setTouchEmulationEnabled",
@@ -631,20 +736,32 @@ impl Device for WebDevice {
         Box::pin(self.observe_inner(options))
     }
 
-    fn act(&self, action: Action, settle: Duration, observe: ObserveOptions) -> BoxFuture<'_, Result<ActionOutcome, DeviceError>> {
+    fn act(
+        &self,
+        action: Action,
+        settle: Duration,
+        observe: ObserveOptions,
+    ) -> BoxFuture<'_, Result<ActionOutcome, DeviceError>> {
         Box::pin(async move {
             if !self.is_alive() {
                 return Err(DeviceError::Lost("its browser exited".into()));
             }
             let detail = self.act_inner(action).await?;
-            let settled = self.settle(settle).await;
+            let settled = settle.is_zero() || self.settle(settle).await;
             let mut observation = self.observe_inner(observe).await?;
             observation.settled = Some(settled);
-            Ok(ActionOutcome { detail, observation })
+            Ok(ActionOutcome {
+                detail,
+                observation,
+            })
         })
     }
 
-    fn screenshot(&self, width: Option<u32>, quality: u8) -> BoxFuture<'_, Result<Screenshot, DeviceError>> {
+    fn screenshot(
+        &self,
+        width: Option<u32>,
+        quality: u8,
+    ) -> BoxFuture<'_, Result<Screenshot, DeviceError>> {
         Box::pin(self.screenshot_inner(width, quality))
     }
 
@@ -656,13 +773,24 @@ impl Device for WebDevice {
             };
             let _ = self
                 .cdp
-                .call(None, "Target.closeTarget", json!({ "targetId": old_target }), CALL_TIMEOUT)
+                .call(
+                    None,
+                    "Target.closeTarget",
+                    json!({ "targetId": old_target }),
+                    CALL_TIMEOUT,
+                )
                 .await;
             let _ = self
                 .cdp
-                .call(None, "Target.disposeBrowserContext", json!({ "browserContextId": old_context }), CALL_TIMEOUT)
+                .call(
+                    None,
+                    "Target.disposeBrowserContext",
+                    json!({ "browserContextId": old_context }),
+                    CALL_TIMEOUT,
+                )
                 .await;
-            let (context_id, target_id, session_id) = open_page(&self.cdp, &self.profile, Orientation::Portrait).await?;
+            let (context_id, target_id, session_id) =
+                open_page(&self.cdp, &self.profile, Orientation::Portrait).await?;
             spawn_event_watch(&self.cdp, session_id.clone(), self.loading.clone());
             self.loading.store(false, Ordering::SeqCst);
             let mut state = self.state.lock().await;
@@ -695,7 +823,10 @@ impl Device for WebDevice {
         Box::pin(async move {
             let child = self.child.lock().ok().and_then(|mut child| child.take());
             if let Some(child) = child {
-                let _ = self.cdp.call(None, "Browser.close", json!({}), Duration::from_secs(2)).await;
+                let _ = self
+                    .cdp
+                    .call(None, "Browser.close", json!({}), Duration::from_secs(2))
+                    .await;
                 if child.terminate(Duration::from_secs(3)).await.is_none() {
                     warn!(device = %self.id, "Chromium did not report an exit status");
                 }
