@@ -56,6 +56,8 @@ impl DaemonHarness {
         vars.push(("PADDOCK_STATE_DIR".to_owned(), state.into()));
         vars.push(("PADDOCK_AUX_SOCKET_DIR".to_owned(), aux.into()));
         vars.push(("NO_COLOR".to_owned(), "1".into()));
+        // No warm Chromium unless a test asks for devices.
+        vars.push(("PADDOCK_WEB_WARM".to_owned(), "0".into()));
         Ok(Self {
             binary: binary.into(),
             root,

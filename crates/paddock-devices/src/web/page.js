@@ -172,6 +172,8 @@
       const role = roleOf(el);
       const interactive = isInteractive(el, role);
       const own = ownText(el);
+      // A label that names a control is already that control's name.
+      if (el.tagName === "LABEL" && el.control) continue;
       const isText = !interactive && !role && TEXT_TAGS.has(el.tagName) && own.length > 0;
       const structural = role && !interactive;
       if (!interactive && !isText && !structural) continue;
@@ -335,6 +337,25 @@
     },
     scrollInfo() {
       return pageInfo();
+    },
+    // Scrolls the innermost scroller under (x, y) that can move that way, else the document,
+    // instantly: a smooth scroll would still be moving when the next tap arrives, and a tap on
+    // a moving page only stops it.
+    scrollAt(x, y, dx, dy) {
+      const canScroll = (el) => {
+        const style = getComputedStyle(el);
+        const vertical = dy !== 0 && /(auto|scroll|overlay)/.test(style.overflowY) && el.scrollHeight > el.clientHeight &&
+          (dy > 0 ? el.scrollTop + el.clientHeight < el.scrollHeight - 1 : el.scrollTop > 0);
+        const horizontal = dx !== 0 && /(auto|scroll|overlay)/.test(style.overflowX) && el.scrollWidth > el.clientWidth &&
+          (dx > 0 ? el.scrollLeft + el.clientWidth < el.scrollWidth - 1 : el.scrollLeft > 0);
+        return vertical || horizontal;
+      };
+      let el = document.elementFromPoint(x, y);
+      while (el && el !== document.body && el !== document.documentElement && !canScroll(el)) el = el.parentElement;
+      const scroller = el && el !== document.body && el !== document.documentElement ? el : (document.scrollingElement || document.documentElement);
+      const before = [scroller.scrollLeft, scroller.scrollTop];
+      scroller.scrollBy({ left: dx, top: dy, behavior: "instant" });
+      return before[0] !== scroller.scrollLeft || before[1] !== scroller.scrollTop;
     },
     highlight(boxes, color) {
       for (const box of boxes) {
