@@ -28,12 +28,18 @@ fn world(extra: &[&str]) -> World {
 
 fn text(result: &Value) -> String {
     assert_eq!(result["isError"], false, "{result}");
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn error_text(result: &Value) -> String {
     assert_eq!(result["isError"], true, "expected an error: {result}");
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The observation as JSON.
@@ -47,12 +53,20 @@ fn names(observation: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|element| format!("{} {}", element["role"].as_str().unwrap(), element["name"].as_str().unwrap()))
+        .map(|element| {
+            format!(
+                "{} {}",
+                element["role"].as_str().unwrap(),
+                element["name"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
 fn has(observation: &Value, role: &str, name: &str) -> bool {
-    names(observation).iter().any(|line| line == &format!("{role} {name}"))
+    names(observation)
+        .iter()
+        .any(|line| line == &format!("{role} {name}"))
 }
 
 fn acquire(http: &McpHttp, session: &str, arguments: Value) -> McpHttp {
@@ -64,12 +78,25 @@ fn acquire(http: &McpHttp, session: &str, arguments: Value) -> McpHttp {
 
 #[test]
 fn an_agent_signs_in_scrolls_opens_an_item_closes_a_dialog_and_goes_back() {
-    let World { http, app, harness: _harness } = world(&["--web-warm", "1"]);
-    let answer = http.with_session("flow").call("getWeb", json!({ "app": "fixture" })).unwrap();
+    let World {
+        http,
+        app,
+        harness: _harness,
+    } = world(&["--web-warm", "1"]);
+    let answer = http
+        .with_session("flow")
+        .call("getWeb", json!({ "app": "fixture" }))
+        .unwrap();
     let acquired = &answer["structuredContent"];
     assert_eq!(acquired["sessionUuid"], "flow", "{answer}");
     assert_eq!(acquired["device"]["profile"], "pixel7");
-    assert!(acquired["observation"].as_str().unwrap().contains("heading/1 \"Fixture app\""), "{answer}");
+    assert!(
+        acquired["observation"]
+            .as_str()
+            .unwrap()
+            .contains("heading/1 \"Fixture app\""),
+        "{answer}"
+    );
     let session = http.with_session("flow");
 
     let page = observe(&session);
@@ -80,24 +107,74 @@ fn an_agent_signs_in_scrolls_opens_an_item_closes_a_dialog_and_goes_back() {
     let after = text(&session.call("tapOn", json!({ "text": "Sign in" })).unwrap());
     assert!(after.contains("settled: true"), "{after}");
     let page = observe(&session);
-    assert!(has(&page, "heading", "Sign in") && has(&page, "textbox", "Email") && has(&page, "textbox", "Password"), "{page}");
+    assert!(
+        has(&page, "heading", "Sign in")
+            && has(&page, "textbox", "Email")
+            && has(&page, "textbox", "Password"),
+        "{page}"
+    );
 
-    text(&session.call("inputText", json!({ "label": "Email", "text": "alice@example.com" })).unwrap());
-    text(&session.call("inputText", json!({ "label": "Password", "text": "hunter2" })).unwrap());
+    text(
+        &session
+            .call(
+                "inputText",
+                json!({ "label": "Email", "text": "alice@example.com" }),
+            )
+            .unwrap(),
+    );
+    text(
+        &session
+            .call(
+                "inputText",
+                json!({ "label": "Password", "text": "hunter2" }),
+            )
+            .unwrap(),
+    );
     let page = observe(&session);
-    let password = page["elements"].as_array().unwrap().iter().find(|e| e["name"] == "Password").unwrap().clone();
-    assert_eq!(password["value"], "•••••••", "passwords are masked: {password}");
-    text(&session.call("tapOn", json!({ "text": "Sign in", "action": "tap" })).unwrap());
+    let password = page["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Password")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        password["value"], "•••••••",
+        "passwords are masked: {password}"
+    );
+    text(
+        &session
+            .call("tapOn", json!({ "text": "Sign in", "action": "tap" }))
+            .unwrap(),
+    );
     let page = observe(&session);
-    assert!(has(&page, "heading", "Welcome, alice@example.com"), "{page}");
-    assert!(page["url"].as_str().unwrap().starts_with(&app.url("/welcome")));
+    assert!(
+        has(&page, "heading", "Welcome, alice@example.com"),
+        "{page}"
+    );
+    assert!(
+        page["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&app.url("/welcome"))
+    );
 
     text(&session.call("tapOn", json!({ "text": "Items" })).unwrap());
     let page = observe(&session);
-    assert!(has(&page, "link", "Item 1") && !has(&page, "link", "Item 45"), "{page}");
+    assert!(
+        has(&page, "link", "Item 1") && !has(&page, "link", "Item 45"),
+        "{page}"
+    );
     assert!(page["offscreen"]["belowPx"].as_i64().unwrap() > 0);
 
-    let swiped = text(&session.call("swipeOn", json!({ "direction": "up", "untilVisible": "Item 45", "maxSwipes": 20 })).unwrap());
+    let swiped = text(
+        &session
+            .call(
+                "swipeOn",
+                json!({ "direction": "up", "untilVisible": "Item 45", "maxSwipes": 20 }),
+            )
+            .unwrap(),
+    );
     assert!(swiped.contains("`Item 45` is visible"), "{swiped}");
     assert!(swiped.contains("link \"Item 45\""), "{swiped}");
 
@@ -106,54 +183,108 @@ fn an_agent_signs_in_scrolls_opens_an_item_closes_a_dialog_and_goes_back() {
     assert!(has(&page, "heading", "Item 45"), "{page}");
 
     let dialog = text(&session.call("tapOn", json!({ "text": "Delete" })).unwrap());
-    assert!(dialog.contains("modal dialog \"Delete Item 45?\""), "{dialog}");
+    assert!(
+        dialog.contains("modal dialog \"Delete Item 45?\""),
+        "{dialog}"
+    );
     let page = observe(&session);
     assert_eq!(page["modal"], "Delete Item 45?");
-    assert!(has(&page, "button", "Cancel") && !has(&page, "link", "Back to list"), "only the dialog is listed: {page}");
+    assert!(
+        has(&page, "button", "Cancel") && !has(&page, "link", "Back to list"),
+        "only the dialog is listed: {page}"
+    );
 
     text(&session.call("tapOn", json!({ "text": "Cancel" })).unwrap());
     let page = observe(&session);
-    assert!(page["modal"].is_null() && has(&page, "link", "Back to list"), "{page}");
+    assert!(
+        page["modal"].is_null() && has(&page, "link", "Back to list"),
+        "{page}"
+    );
 
-    text(&session.call("pressButton", json!({ "button": "back" })).unwrap());
+    text(
+        &session
+            .call("pressButton", json!({ "button": "back" }))
+            .unwrap(),
+    );
     let page = observe(&session);
     // Back restores the list where it was left: scrolled down, Item 45 focused.
     assert_eq!(page["title"], "Items - Fixture", "{page}");
-    assert!(has(&page, "link", "Item 45") && page["offscreen"]["abovePx"].as_i64().unwrap() > 0, "{page}");
+    assert!(
+        has(&page, "link", "Item 45") && page["offscreen"]["abovePx"].as_i64().unwrap() > 0,
+        "{page}"
+    );
 }
 
 #[test]
 fn refs_stay_stable_while_elements_live() {
-    let World { http, harness: _harness, app: _app } = world(&["--web-warm", "1"]);
+    let World {
+        http,
+        harness: _harness,
+        app: _app,
+    } = world(&["--web-warm", "1"]);
     let session = acquire(&http, "refs", json!({ "app": "fixture" }));
     let first = observe(&session);
     let second = observe(&session);
     assert_eq!(first["elements"], second["elements"]);
-    let reference = first["elements"].as_array().unwrap().iter().find(|e| e["name"] == "Items").unwrap()["ref"].as_str().unwrap().to_owned();
+    let reference = first["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Items")
+        .unwrap()["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     text(&session.call("tapOn", json!({ "ref": reference })).unwrap());
     // The old page's refs are gone with their elements; refs are never reused.
     let error = error_text(&session.call("tapOn", json!({ "ref": reference })).unwrap());
     assert!(error.starts_with("[not_found]"), "{error}");
     let page = observe(&session);
-    assert!(page["elements"].as_array().unwrap().iter().all(|e| e["ref"] != reference.as_str()));
+    assert!(
+        page["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["ref"] != reference.as_str())
+    );
 }
 
 #[test]
 fn sessions_are_isolated_and_release_resets_the_device() {
-    let World { http, app, harness: _harness } = world(&["--web-warm", "2"]);
+    let World {
+        http,
+        app,
+        harness: _harness,
+    } = world(&["--web-warm", "2"]);
     let alpha = acquire(&http, "alpha", json!({}));
     let beta = acquire(&http, "beta", json!({}));
     let storage = app.url("/storage");
     text(&alpha.call("openLink", json!({ "url": storage })).unwrap());
-    text(&alpha.call("tapOn", json!({ "text": "Remember me" })).unwrap());
-    assert!(observe(&alpha)["elements"].to_string().contains("Remembered: yes; Cookie: remembered=yes"));
+    text(
+        &alpha
+            .call("tapOn", json!({ "text": "Remember me" }))
+            .unwrap(),
+    );
+    assert!(
+        observe(&alpha)["elements"]
+            .to_string()
+            .contains("Remembered: yes; Cookie: remembered=yes")
+    );
     text(&beta.call("openLink", json!({ "url": storage })).unwrap());
-    assert!(observe(&beta)["elements"].to_string().contains("Remembered: nothing; Cookie: no cookie"), "no cookies or storage shared");
+    assert!(
+        observe(&beta)["elements"]
+            .to_string()
+            .contains("Remembered: nothing; Cookie: no cookie"),
+        "no cookies or storage shared"
+    );
 
     let released = alpha.call("releaseDevice", json!({})).unwrap();
     assert_eq!(released["isError"], false, "{released}");
     let error = error_text(&alpha.call("observe", json!({})).unwrap());
-    assert!(error.starts_with("[not_found]") && error.contains("getWeb"), "{error}");
+    assert!(
+        error.starts_with("[not_found]") && error.contains("getWeb"),
+        "{error}"
+    );
 
     // The released device is reset and comes back warm; a new session finds it clean.
     wait_until(Duration::from_secs(30), || {
@@ -164,14 +295,26 @@ fn sessions_are_isolated_and_release_resets_the_device() {
     .unwrap();
     let gamma = acquire(&http, "gamma", json!({}));
     text(&gamma.call("openLink", json!({ "url": storage })).unwrap());
-    assert!(observe(&gamma)["elements"].to_string().contains("Remembered: nothing; Cookie: no cookie"));
+    assert!(
+        observe(&gamma)["elements"]
+            .to_string()
+            .contains("Remembered: nothing; Cookie: no cookie")
+    );
 }
 
 #[test]
 fn bad_input_gets_typed_errors_and_the_session_stays_usable() {
-    let World { http, app, harness: _harness } = world(&["--web-warm", "1"]);
+    let World {
+        http,
+        app,
+        harness: _harness,
+    } = world(&["--web-warm", "1"]);
     let session = acquire(&http, "bad", json!({}));
-    text(&session.call("openLink", json!({ "url": app.url("/list") })).unwrap());
+    text(
+        &session
+            .call("openLink", json!({ "url": app.url("/list") }))
+            .unwrap(),
+    );
     for (arguments, prefix) in [
         (json!({ "ref": "e999999" }), "[not_found]"),
         (json!({ "text": "No such thing anywhere" }), "[not_found]"),
@@ -183,15 +326,39 @@ fn bad_input_gets_typed_errors_and_the_session_stays_usable() {
         let error = error_text(&session.call("tapOn", arguments.clone()).unwrap());
         assert!(error.starts_with(prefix), "{arguments}: {error}");
     }
-    let full = session.call("observe", json!({ "full": true, "format": "json" })).unwrap();
-    let offscreen = full["structuredContent"]["elements"].as_array().unwrap().iter().find(|e| e["offscreen"] == true && e["role"] == "link").unwrap().clone();
-    let error = error_text(&session.call("tapOn", json!({ "ref": offscreen["ref"] })).unwrap());
-    assert!(error.starts_with("[invalid_input]") && error.contains("off screen"), "{error}");
-    for url in ["file:///etc/passwd", "chrome://version", "javascript:alert(1)", "data:text/html,hi"] {
+    let full = session
+        .call("observe", json!({ "full": true, "format": "json" }))
+        .unwrap();
+    let offscreen = full["structuredContent"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["offscreen"] == true && e["role"] == "link")
+        .unwrap()
+        .clone();
+    let error = error_text(
+        &session
+            .call("tapOn", json!({ "ref": offscreen["ref"] }))
+            .unwrap(),
+    );
+    assert!(
+        error.starts_with("[invalid_input]") && error.contains("off screen"),
+        "{error}"
+    );
+    for url in [
+        "file:///etc/passwd",
+        "chrome://version",
+        "javascript:alert(1)",
+        "data:text/html,hi",
+    ] {
         let error = error_text(&session.call("openLink", json!({ "url": url })).unwrap());
         assert!(error.starts_with("[invalid_input]"), "{url}: {error}");
     }
-    let error = error_text(&session.call("launchApp", json!({ "appId": "nope" })).unwrap());
+    let error = error_text(
+        &session
+            .call("launchApp", json!({ "appId": "nope" }))
+            .unwrap(),
+    );
     assert!(error.starts_with("[not_found]"), "{error}");
     let error = error_text(&session.call("inputText", json!({ "text": "x" })).unwrap());
     assert!(error.contains("no text field is focused"), "{error}");
@@ -203,37 +370,92 @@ fn bad_input_gets_typed_errors_and_the_session_stays_usable() {
 
 #[test]
 fn actions_cover_coordinates_keys_drag_rotate_and_screenshots() {
-    let World { http, app, harness: _harness } = world(&["--web-warm", "1"]);
+    let World {
+        http,
+        app,
+        harness: _harness,
+    } = world(&["--web-warm", "1"]);
     let session = acquire(&http, "acts", json!({}));
-    text(&session.call("openLink", json!({ "url": app.url("/canvas") })).unwrap());
+    text(
+        &session
+            .call("openLink", json!({ "url": app.url("/canvas") }))
+            .unwrap(),
+    );
     let page = observe(&session);
-    let canvas = page["elements"].as_array().unwrap().iter().find(|e| e["role"] == "canvas").unwrap().clone();
-    let (x, y) = (canvas["bounds"][0].as_f64().unwrap() + 100.0, canvas["bounds"][1].as_f64().unwrap() + 50.0);
+    let canvas = page["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["role"] == "canvas")
+        .unwrap()
+        .clone();
+    let (x, y) = (
+        canvas["bounds"][0].as_f64().unwrap() + 100.0,
+        canvas["bounds"][1].as_f64().unwrap() + 50.0,
+    );
     let tapped = text(&session.call("tapOn", json!({ "x": x, "y": y })).unwrap());
     assert!(tapped.contains("Clicked at 100,50"), "{tapped}");
 
-    text(&session.call("openLink", json!({ "url": app.url("/keys") })).unwrap());
+    text(
+        &session
+            .call("openLink", json!({ "url": app.url("/keys") }))
+            .unwrap(),
+    );
     text(&session.call("tapOn", json!({ "id": "field" })).unwrap());
     text(&session.call("sendKeys", json!({ "text": "hi" })).unwrap());
-    let submitted = text(&session.call("pressButton", json!({ "button": "enter" })).unwrap());
-    assert!(submitted.contains("key:h key:i key:Enter") && submitted.contains("Submitted: hi"), "{submitted}");
+    let submitted = text(
+        &session
+            .call("pressButton", json!({ "button": "enter" }))
+            .unwrap(),
+    );
+    assert!(
+        submitted.contains("key:h key:i key:Enter") && submitted.contains("Submitted: hi"),
+        "{submitted}"
+    );
     text(&session.call("clearText", json!({ "id": "field" })).unwrap());
     let cleared = observe(&session);
-    let field = cleared["elements"].as_array().unwrap().iter().find(|e| e["id"] == "field").unwrap().clone();
+    let field = cleared["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == "field")
+        .unwrap()
+        .clone();
     assert!(field.get("value").is_none(), "{field}");
 
-    text(&session.call("openLink", json!({ "url": app.url("/drag") })).unwrap());
-    let dropped = text(&session.call("dragAndDrop", json!({ "from": { "text": "Drag me" }, "to": { "text": "Drop zone" } })).unwrap());
+    text(
+        &session
+            .call("openLink", json!({ "url": app.url("/drag") }))
+            .unwrap(),
+    );
+    let dropped = text(
+        &session
+            .call(
+                "dragAndDrop",
+                json!({ "from": { "text": "Drag me" }, "to": { "text": "Drop zone" } }),
+            )
+            .unwrap(),
+    );
     assert!(dropped.contains("Dropped"), "{dropped}");
 
-    let rotated = session.call("rotate", json!({ "orientation": "landscape" })).unwrap();
+    let rotated = session
+        .call("rotate", json!({ "orientation": "landscape" }))
+        .unwrap();
     assert!(text(&rotated).contains("landscape 915x412"), "{rotated}");
 
     let shot = session.call("screenshot", json!({ "width": 200 })).unwrap();
     assert_eq!(shot["content"][1]["type"], "image");
     assert_eq!(shot["content"][1]["mimeType"], "image/jpeg");
-    assert!(shot["content"][1]["data"].as_str().unwrap().starts_with("/9j/"), "JPEG magic");
-    let with_image = session.call("observe", json!({ "screenshot": true })).unwrap();
+    assert!(
+        shot["content"][1]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("/9j/"),
+        "JPEG magic"
+    );
+    let with_image = session
+        .call("observe", json!({ "screenshot": true }))
+        .unwrap();
     assert_eq!(with_image["content"][1]["type"], "image");
 }
 
@@ -242,12 +464,30 @@ fn a_killed_browser_loses_only_its_session_and_is_replaced() {
     let World { harness, http, app } = world(&["--web-warm", "2"]);
     let doomed = acquire(&http, "doomed", json!({}));
     let survivor = acquire(&http, "survivor", json!({}));
-    text(&survivor.call("openLink", json!({ "url": app.url("/") })).unwrap());
-    let listing = harness.run(["devices", "--json"]).unwrap().success().unwrap();
+    text(
+        &survivor
+            .call("openLink", json!({ "url": app.url("/") }))
+            .unwrap(),
+    );
+    let listing = harness
+        .run(["devices", "--json"])
+        .unwrap()
+        .success()
+        .unwrap();
     let listing: Value = serde_json::from_str(&listing.stdout()).unwrap();
-    let device = listing["devices"].as_array().unwrap().iter().find(|d| d["session"] == "doomed").unwrap().clone();
+    let device = listing["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["session"] == "doomed")
+        .unwrap()
+        .clone();
     let pid = device["pid"].as_u64().unwrap() as i32;
-    rustix::process::kill_process(rustix::process::Pid::from_raw(pid).unwrap(), rustix::process::Signal::KILL).unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
 
     let error = wait_until(Duration::from_secs(20), || {
         let result = doomed.call("observe", json!({})).ok()?;
@@ -255,18 +495,33 @@ fn a_killed_browser_loses_only_its_session_and_is_replaced() {
     })
     .unwrap();
     assert!(error.starts_with("[device_lost]"), "{error}");
-    assert!(has(&observe(&survivor), "heading", "Fixture app"), "the other session is untouched");
+    assert!(
+        has(&observe(&survivor), "heading", "Fixture app"),
+        "the other session is untouched"
+    );
     // No zombie: the killed browser was reaped.
     wait_until(Duration::from_secs(10), || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        stat.is_none_or(|stat| !stat.rsplit_once(')').unwrap().1.trim_start().starts_with('Z')).then_some(())
+        stat.is_none_or(|stat| {
+            !stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .trim_start()
+                .starts_with('Z')
+        })
+        .then_some(())
     })
     .unwrap();
     // The pool is back to two warm devices beside the survivor's.
     wait_until(Duration::from_secs(60), || {
         let listing = harness.run(["devices", "--json"]).ok()?.stdout();
         let listing: Value = serde_json::from_str(&listing).ok()?;
-        let warm = listing["devices"].as_array()?.iter().filter(|d| d["state"] == "warm").count();
+        let warm = listing["devices"]
+            .as_array()?
+            .iter()
+            .filter(|d| d["state"] == "warm")
+            .count();
         (warm >= 2).then_some(())
     })
     .unwrap();
@@ -276,16 +531,26 @@ fn a_killed_browser_loses_only_its_session_and_is_replaced() {
 
 #[test]
 fn idle_sessions_are_released() {
-    let World { http, harness: _harness, app: _app } = world(&["--web-warm", "1", "--device-idle-timeout-secs", "1"]);
+    let World {
+        http,
+        harness: _harness,
+        app: _app,
+    } = world(&["--web-warm", "1", "--device-idle-timeout-secs", "1"]);
     let session = acquire(&http, "idle", json!({}));
     let error = wait_until(Duration::from_secs(20), || {
         let listed = http.call("listDevices", json!({})).ok()?;
-        let bound = listed["structuredContent"]["devices"].as_array()?.iter().any(|d| d["session"] == "idle");
+        let bound = listed["structuredContent"]["devices"]
+            .as_array()?
+            .iter()
+            .any(|d| d["session"] == "idle");
         (!bound).then_some(())
     })
     .and_then(|()| Ok(error_text(&session.call("observe", json!({})).unwrap())))
     .unwrap();
-    assert!(error.starts_with("[not_found]") && error.contains("without use"), "{error}");
+    assert!(
+        error.starts_with("[not_found]") && error.contains("without use"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -293,55 +558,130 @@ fn a_daemon_restart_ends_every_session() {
     let World { harness, http, .. } = world(&["--web-warm", "1"]);
     let app_arg = http.clone();
     acquire(&app_arg, "before-restart", json!({}));
-    harness.run(["daemon", "restart", "--web-warm", "0"]).unwrap().success().unwrap();
-    let http = McpHttp::for_harness(&harness).unwrap().with_session("before-restart");
+    harness
+        .run(["daemon", "restart", "--web-warm", "0"])
+        .unwrap()
+        .success()
+        .unwrap();
+    let http = McpHttp::for_harness(&harness)
+        .unwrap()
+        .with_session("before-restart");
     let error = error_text(&http.call("observe", json!({})).unwrap());
-    assert!(error.starts_with("[device_lost]") && error.contains("restarted"), "{error}");
+    assert!(
+        error.starts_with("[device_lost]") && error.contains("restarted"),
+        "{error}"
+    );
 }
 
 #[test]
 fn enable_tools_at_acquisition_follow_spec_003() {
-    let World { http, harness: _harness, app: _app } = world(&["--web-warm", "1"]);
+    let World {
+        http,
+        harness: _harness,
+        app: _app,
+    } = world(&["--web-warm", "1"]);
     let session = http.with_session("caps");
-    let rejected = session.call("getWeb", json!({ "enableTools": ["clipboard", "noSuchTool"] })).unwrap();
+    let rejected = session
+        .call(
+            "getWeb",
+            json!({ "enableTools": ["clipboard", "noSuchTool"] }),
+        )
+        .unwrap();
     assert!(error_text(&rejected).starts_with("[invalid_input]"));
     let listed = http.call("listDevices", json!({})).unwrap();
-    assert!(listed["structuredContent"]["devices"].as_array().unwrap().iter().all(|d| d["session"].is_null()), "no device work happened");
+    assert!(
+        listed["structuredContent"]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["session"].is_null()),
+        "no device work happened"
+    );
 
-    let answer = session.call("getWeb", json!({ "enableTools": ["clipboard", "setToolEnabled"] })).unwrap();
+    let answer = session
+        .call(
+            "getWeb",
+            json!({ "enableTools": ["clipboard", "setToolEnabled"] }),
+        )
+        .unwrap();
     let answer = &answer["structuredContent"];
     assert_eq!(answer["skipped"], json!(["setToolEnabled"]));
-    let enabled: Vec<&str> = answer["enabledTools"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    let gated: Vec<&str> = answer["gatedTools"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let enabled: Vec<&str> = answer["enabledTools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let gated: Vec<&str> = answer["gatedTools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     assert!(enabled.contains(&"clipboard") && enabled.contains(&"observe"));
     assert_eq!(gated, ["highlight"]);
     let names = session.tool_names().unwrap();
     assert!(names.contains(&"clipboard".to_owned()) && !names.contains(&"highlight".to_owned()));
-    assert!(!http.tool_names().unwrap().contains(&"clipboard".to_owned()), "only that session sees it");
+    assert!(
+        !http.tool_names().unwrap().contains(&"clipboard".to_owned()),
+        "only that session sees it"
+    );
     // Omitted tools stay callable.
-    let written = session.call("clipboard", json!({ "operation": "write", "text": "copied" })).unwrap();
+    let written = session
+        .call(
+            "clipboard",
+            json!({ "operation": "write", "text": "copied" }),
+        )
+        .unwrap();
     assert_eq!(written["structuredContent"]["text"], "copied");
 
-    let bad = http.call("provisionDevice", json!({ "platform": "web", "boot": false, "enableTools": ["clipboard"] })).unwrap();
+    let bad = http
+        .call(
+            "provisionDevice",
+            json!({ "platform": "web", "boot": false, "enableTools": ["clipboard"] }),
+        )
+        .unwrap();
     assert!(error_text(&bad).contains("boot: true"));
-    let provisioned = http.with_session("prov").call("provisionDevice", json!({ "platform": "web", "boot": true, "enableTools": ["highlight"] })).unwrap();
+    let provisioned = http
+        .with_session("prov")
+        .call(
+            "provisionDevice",
+            json!({ "platform": "web", "boot": true, "enableTools": ["highlight"] }),
+        )
+        .unwrap();
     let provisioned = &provisioned["structuredContent"];
     assert_eq!(provisioned["sessionUuid"], "prov");
-    assert!(provisioned["enabledTools"].as_array().unwrap().contains(&json!("highlight")));
+    assert!(
+        provisioned["enabledTools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("highlight"))
+    );
     assert!(provisioned.get("gatedTools").is_none());
-    let android = http.call("getAndroid", json!({ "avdName": "Pixel_9" })).unwrap();
+    let android = http
+        .call("getAndroid", json!({ "avdName": "Pixel_9" }))
+        .unwrap();
     assert!(error_text(&android).starts_with("[not_found]"));
 }
 
 #[test]
 fn a_new_session_id_is_minted_without_one() {
-    let World { http, harness: _harness, app: _app } = world(&["--web-warm", "1"]);
+    let World {
+        http,
+        harness: _harness,
+        app: _app,
+    } = world(&["--web-warm", "1"]);
     let answer = http.call("getWeb", json!({})).unwrap();
-    let session = answer["structuredContent"]["sessionUuid"].as_str().unwrap().to_owned();
+    let session = answer["structuredContent"]["sessionUuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(session.len(), 36, "{session}");
     let page = observe(&http.with_session(&session));
     assert_eq!(page["url"], "about:blank");
-    let via_argument = http.call("observe", json!({ "__mcpSessionId": session })).unwrap();
+    let via_argument = http
+        .call("observe", json!({ "__mcpSessionId": session }))
+        .unwrap();
     assert!(text(&via_argument).contains("about:blank"));
 }
 
@@ -351,11 +691,22 @@ fn devices_cli_lists_and_warms() {
     harness.start_detached(&[]).unwrap();
     let empty = harness.run(["devices"]).unwrap().success().unwrap();
     assert!(empty.stdout().contains("no devices"), "{empty}");
-    let warmed = harness.run(["devices", "warm", "1", "--profile", "desktop"]).unwrap().success().unwrap();
+    let warmed = harness
+        .run(["devices", "warm", "1", "--profile", "desktop"])
+        .unwrap()
+        .success()
+        .unwrap();
     assert!(warmed.stderr().contains("1/1 warm: web-1"), "{warmed}");
     assert_eq!(warmed.stdout().trim(), "web-1");
     let listed = harness.run(["devices"]).unwrap().success().unwrap();
-    assert!(listed.stdout().contains("web-1") && listed.stdout().contains("desktop") && listed.stdout().contains("warm"), "{listed}");
-    let bad = harness.run(["devices", "warm", "1", "--platform", "android"]).unwrap();
+    assert!(
+        listed.stdout().contains("web-1")
+            && listed.stdout().contains("desktop")
+            && listed.stdout().contains("warm"),
+        "{listed}"
+    );
+    let bad = harness
+        .run(["devices", "warm", "1", "--platform", "android"])
+        .unwrap();
     assert_eq!(bad.code(), Some(1), "{bad}");
 }

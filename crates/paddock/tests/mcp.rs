@@ -9,6 +9,29 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 const DEFAULT_TOOLS: [&str; 3] = ["setToolEnabled", "listDevices", "discovery"];
+/// The tools these tests are about; device tools have their own tests (tests/devices.rs) and
+/// the whole surface is pinned by the contract snapshot.
+const CORE_TOOLS: [&str; 4] = ["setToolEnabled", "listDevices", "discovery", "daemonInfo"];
+
+fn core(names: Vec<String>) -> Vec<String> {
+    names
+        .into_iter()
+        .filter(|name| CORE_TOOLS.contains(&name.as_str()))
+        .collect()
+}
+
+fn core_json(names: &Value) -> Value {
+    json!(
+        names
+            .as_array()
+            .map(|names| names
+                .iter()
+                .filter(|name| CORE_TOOLS.contains(&name.as_str().unwrap_or_default()))
+                .cloned()
+                .collect::<Vec<_>>())
+            .unwrap_or_default()
+    )
+}
 
 fn started(extra: &[&str]) -> (DaemonHarness, McpHttp) {
     let harness = DaemonHarness::new(BIN).unwrap();
@@ -43,7 +66,12 @@ fn stateless_http_lists_and_calls_without_session_headers() {
     assert_eq!(response.header("content-type"), Some("application/json"));
     assert_eq!(response.header("mcp-session-id"), None);
     let names = paddock_testkit::mcp::tool_names(&response.json().unwrap()).unwrap();
-    assert_eq!(names, DEFAULT_TOOLS);
+    assert_eq!(core(names.clone()), DEFAULT_TOOLS);
+    assert!(names.contains(&"getWeb".to_owned()) && names.contains(&"observe".to_owned()));
+    assert!(
+        !names.contains(&"clipboard".to_owned()),
+        "clipboard is off by default"
+    );
 
     let result = http.call("listDevices", json!({})).unwrap();
     assert_eq!(result["isError"], false);
@@ -153,7 +181,7 @@ fn bad_input_gets_clear_errors_and_the_daemon_keeps_serving() {
     assert_eq!(http.post_raw(&oversized).unwrap().status, 413);
 
     // Still serving, and nothing changed.
-    assert_eq!(http.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(http.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
     assert_eq!(
         RawRequest::get("/heartbeat")
             .bearer(&http.token)
@@ -186,7 +214,7 @@ fn the_in_band_session_id_is_removed_before_the_tool_sees_it() {
 fn policy_profiles_shape_the_tool_surface() {
     let (_full, http) = started(&["--policy", "full", "--debug"]);
     assert_eq!(
-        http.tool_names().unwrap(),
+        http.tool_names().map(core).unwrap(),
         ["setToolEnabled", "listDevices", "discovery", "daemonInfo"]
     );
     let info = http.call("daemonInfo", json!({})).unwrap();
@@ -222,7 +250,7 @@ fn policy_profiles_shape_the_tool_surface() {
     let (harness, http) = started(&["--policy", "readonly"]);
     let listed = http.rpc("tools/list", json!({})).unwrap();
     assert_eq!(
-        paddock_testkit::mcp::tool_names(&listed).unwrap(),
+        core(paddock_testkit::mcp::tool_names(&listed).unwrap()),
         DEFAULT_TOOLS
     );
     let discovery = listed["result"]["tools"]
@@ -292,11 +320,14 @@ fn set_tool_enabled_single_batch_skipped_and_still_callable() {
         .unwrap();
     assert_eq!(answer["isError"], false, "{answer}");
     assert_eq!(
-        answer["structuredContent"]["enabledTools"],
+        core_json(&answer["structuredContent"]["enabledTools"]),
         json!(["discovery"])
     );
     assert_eq!(answer["structuredContent"]["scope"]["kind"], "profile");
-    assert_eq!(http.tool_names().unwrap(), ["setToolEnabled", "discovery"]);
+    assert_eq!(
+        http.tool_names().map(core).unwrap(),
+        ["setToolEnabled", "discovery"]
+    );
     // Omitted from discovery, still callable by name.
     assert_eq!(
         http.call("listDevices", json!({})).unwrap()["isError"],
@@ -312,7 +343,10 @@ fn set_tool_enabled_single_batch_skipped_and_still_callable() {
         .unwrap();
     assert_tool_error(&rejected, "[invalid_input]");
     assert!(text_of(&rejected).contains("`listdevices`"));
-    assert_eq!(http.tool_names().unwrap(), ["setToolEnabled", "discovery"]);
+    assert_eq!(
+        http.tool_names().map(core).unwrap(),
+        ["setToolEnabled", "discovery"]
+    );
 
     let batch = http
         .call(
@@ -325,10 +359,10 @@ fn set_tool_enabled_single_batch_skipped_and_still_callable() {
         json!(["setToolEnabled"])
     );
     assert_eq!(
-        batch["structuredContent"]["enabledTools"],
+        core_json(&batch["structuredContent"]["enabledTools"]),
         json!(["listDevices", "discovery"])
     );
-    assert_eq!(http.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(http.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
 }
 
 #[test]
@@ -336,8 +370,8 @@ fn session_scope_and_persistence_across_restart() {
     let (harness, http) = started(&[]);
     let alpha = http.with_session("alpha");
     let beta = http.with_session("beta");
-    assert_eq!(alpha.tool_names().unwrap(), DEFAULT_TOOLS);
-    assert_eq!(beta.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(alpha.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
+    assert_eq!(beta.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
     // Scope a choice to the routing session `alpha` from a third party.
     let answer = http
         .call(
@@ -350,11 +384,11 @@ fn session_scope_and_persistence_across_restart() {
         json!({ "kind": "session", "id": "alpha" })
     );
     assert_eq!(
-        alpha.tool_names().unwrap(),
+        alpha.tool_names().map(core).unwrap(),
         ["setToolEnabled", "listDevices"]
     );
-    assert_eq!(beta.tool_names().unwrap(), DEFAULT_TOOLS);
-    assert_eq!(http.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(beta.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
+    assert_eq!(http.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
 
     // A profile choice applies to every session of the owner unless the session overrides it.
     http.call(
@@ -362,7 +396,10 @@ fn session_scope_and_persistence_across_restart() {
         json!({ "toolName": "listDevices", "enabled": false }),
     )
     .unwrap();
-    assert_eq!(beta.tool_names().unwrap(), ["setToolEnabled", "discovery"]);
+    assert_eq!(
+        beta.tool_names().map(core).unwrap(),
+        ["setToolEnabled", "discovery"]
+    );
     alpha
         .call(
             "setToolEnabled",
@@ -370,7 +407,7 @@ fn session_scope_and_persistence_across_restart() {
         )
         .unwrap();
     assert_eq!(
-        alpha.tool_names().unwrap(),
+        alpha.tool_names().map(core).unwrap(),
         ["setToolEnabled", "listDevices"]
     );
 
@@ -381,21 +418,24 @@ fn session_scope_and_persistence_across_restart() {
         .unwrap();
     let http = McpHttp::for_harness(&harness).unwrap();
     assert_eq!(
-        http.with_session("alpha").tool_names().unwrap(),
+        http.with_session("alpha").tool_names().map(core).unwrap(),
         ["setToolEnabled", "listDevices"]
     );
     assert_eq!(
-        http.with_session("beta").tool_names().unwrap(),
+        http.with_session("beta").tool_names().map(core).unwrap(),
         ["setToolEnabled", "discovery"]
     );
-    assert_eq!(http.tool_names().unwrap(), ["setToolEnabled", "discovery"]);
+    assert_eq!(
+        http.tool_names().map(core).unwrap(),
+        ["setToolEnabled", "discovery"]
+    );
 
     // reset removes the saved choices of a scope.
     let reset = http
         .call("discovery", json!({ "operation": "reset" }))
         .unwrap();
     assert_eq!(reset["structuredContent"]["removed"], 1, "{reset}");
-    assert_eq!(http.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(http.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
 }
 
 #[test]
@@ -406,14 +446,17 @@ fn startup_precedence_matrix() {
     harness.set_env("PADDOCK_DISABLED_TOOLS", "listDevices, discovery");
     harness.start_detached(&[]).unwrap();
     let http = McpHttp::for_harness(&harness).unwrap();
-    assert_eq!(http.tool_names().unwrap(), ["setToolEnabled"]);
+    assert_eq!(http.tool_names().map(core).unwrap(), ["setToolEnabled"]);
     harness.run(["daemon", "stop"]).unwrap().success().unwrap();
 
     harness
         .start_detached(&["--enable-tool", "discovery"])
         .unwrap();
     let http = McpHttp::for_harness(&harness).unwrap();
-    assert_eq!(http.tool_names().unwrap(), ["setToolEnabled", "discovery"]);
+    assert_eq!(
+        http.tool_names().map(core).unwrap(),
+        ["setToolEnabled", "discovery"]
+    );
     let status = http
         .call("discovery", json!({ "operation": "status" }))
         .unwrap();
@@ -431,7 +474,7 @@ fn startup_precedence_matrix() {
         json!({ "toolName": "discovery", "enabled": false }),
     )
     .unwrap();
-    assert_eq!(http.tool_names().unwrap(), ["setToolEnabled"]);
+    assert_eq!(http.tool_names().map(core).unwrap(), ["setToolEnabled"]);
     let session = http.with_session("s");
     session
         .call(
@@ -440,7 +483,7 @@ fn startup_precedence_matrix() {
         )
         .unwrap();
     assert_eq!(
-        session.tool_names().unwrap(),
+        session.tool_names().map(core).unwrap(),
         ["setToolEnabled", "discovery"]
     );
     let status = session
@@ -494,7 +537,7 @@ fn invalid_startup_selections_fail_and_always_on_names_are_ignored() {
         .start_detached(&["--disable-tool", "setToolEnabled"])
         .unwrap();
     let http = McpHttp::for_harness(&harness).unwrap();
-    assert_eq!(http.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(http.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
     assert!(daemon_log(&harness).contains("ignoring an always-on tool"));
 }
 
@@ -573,7 +616,7 @@ fn audit_lines_have_the_spec_shape_and_no_arguments_or_secrets() {
 fn paddock_mcp_starts_the_daemon_and_streams_list_changed() {
     let harness = DaemonHarness::new(BIN).unwrap();
     let mut first = McpStdio::start(&harness, &[]).unwrap();
-    assert_eq!(first.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(first.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
     let status = harness
         .run(["daemon", "status", "--json"])
         .unwrap()
@@ -585,7 +628,7 @@ fn paddock_mcp_starts_the_daemon_and_streams_list_changed() {
     );
 
     let mut second = McpStdio::start(&harness, &["--session-id", "second-conn"]).unwrap();
-    assert_eq!(second.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(second.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
 
     // A session-scoped change notifies only the connection whose set changed.
     let answer = second
@@ -599,7 +642,7 @@ fn paddock_mcp_starts_the_daemon_and_streams_list_changed() {
         .wait_notification("notifications/tools/list_changed", Duration::from_secs(10))
         .unwrap();
     assert_eq!(
-        second.tool_names().unwrap(),
+        second.tool_names().map(core).unwrap(),
         ["setToolEnabled", "listDevices"]
     );
 
@@ -616,8 +659,11 @@ fn paddock_mcp_starts_the_daemon_and_streams_list_changed() {
     second
         .wait_notification("notifications/tools/list_changed", Duration::from_secs(10))
         .unwrap();
-    assert_eq!(first.tool_names().unwrap(), ["setToolEnabled", "discovery"]);
-    assert_eq!(second.tool_names().unwrap(), ["setToolEnabled"]);
+    assert_eq!(
+        first.tool_names().map(core).unwrap(),
+        ["setToolEnabled", "discovery"]
+    );
+    assert_eq!(second.tool_names().map(core).unwrap(), ["setToolEnabled"]);
     assert!(
         first.notifications.is_empty(),
         "only one notification: {:?}",
@@ -635,7 +681,7 @@ fn paddock_mcp_starts_the_daemon_and_streams_list_changed() {
 fn paddock_mcp_survives_a_daemon_restart() {
     let harness = DaemonHarness::new(BIN).unwrap();
     let mut client = McpStdio::start(&harness, &[]).unwrap();
-    assert_eq!(client.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(client.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
     let before = harness.run(["daemon", "status", "--json"]).unwrap();
     harness
         .run(["daemon", "restart"])
@@ -647,7 +693,7 @@ fn paddock_mcp_survives_a_daemon_restart() {
     client
         .wait_notification("notifications/tools/list_changed", Duration::from_secs(30))
         .unwrap();
-    assert_eq!(client.tool_names().unwrap(), DEFAULT_TOOLS);
+    assert_eq!(client.tool_names().map(core).unwrap(), DEFAULT_TOOLS);
     assert_eq!(
         client.call("listDevices", json!({})).unwrap()["isError"],
         false

@@ -331,7 +331,10 @@ async fn swipe(
         }
         let before = device.eval("window.__paddock.scrollInfo()", false).await?;
         device
-            .eval(&format!("window.__paddock.scrollAt({x}, {y}, {delta_x}, {delta_y})"), false)
+            .eval(
+                &format!("window.__paddock.scrollAt({x}, {y}, {delta_x}, {delta_y})"),
+                false,
+            )
             .await?;
         // Let the scroll apply and lazily loaded content arrive before looking again.
         device.settle(Duration::from_millis(600)).await;
