@@ -1,7 +1,11 @@
-//! `paddock-bench`: load benchmarks that measure Paddock and a peer in the same run, with the
-//! same load generator (`wrk`), and print the ratio. Not a test: nothing here asserts timings.
+//! `paddock-bench`: benchmarks that measure Paddock and a peer in the same run, with the same
+//! load generator (`wrk`) or the same client, and print the ratio. Not a test: nothing here
+//! asserts timings.
 
+mod devices;
 mod mcp;
+mod mcp_client;
+mod playwright_peer;
 mod probe;
 mod ts_peer;
 mod wrk;
@@ -28,6 +32,10 @@ enum Bench {
     /// Authenticated stateless MCP `tools/call` on the daemon vs the official TypeScript MCP
     /// SDK's stateless server and a bare axum hello-world.
     Mcp(mcp::McpArgs),
+    /// Paddock's web devices vs Playwright MCP: warm `getWeb` vs a cold launch, and `observe`
+    /// (with and without a screenshot) vs `browser_snapshot` and `browser_take_screenshot` on
+    /// a 400-row table page; latencies one request at a time.
+    Devices(devices::DevicesArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -69,6 +77,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.bench {
         Bench::Ingress(args) => runtime.block_on(ingress(args)),
         Bench::Mcp(args) => runtime.block_on(mcp::run(args)),
+        Bench::Devices(args) => runtime.block_on(devices::run(args)),
     }
 }
 
@@ -80,7 +89,8 @@ struct PrivateDaemon {
 }
 
 impl PrivateDaemon {
-    fn start(paddock: &Path) -> anyhow::Result<Self> {
+    /// Starts a daemon with `--log-level warn` and `extra_args` (such as `--web-warm 0`).
+    fn start(paddock: &Path, extra_args: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let mut daemon = Self {
             paddock: paddock.to_path_buf(),
@@ -94,9 +104,9 @@ impl PrivateDaemon {
                 socket: PathBuf::new(),
             },
         };
-        let output = daemon
-            .command(&["daemon", "start", "--log-level", "warn"])
-            .output()?;
+        let mut args = vec!["daemon", "start", "--log-level", "warn"];
+        args.extend_from_slice(extra_args);
+        let output = daemon.command(&args).output()?;
         if !output.status.success() {
             bail!(
                 "daemon start failed: {}",
@@ -160,7 +170,7 @@ fn paddock_binary(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 async fn ingress(args: LoadArgs) -> anyhow::Result<()> {
     wrk::check_installed()?;
     let paddock = paddock_binary(args.paddock.clone())?;
-    let daemon = PrivateDaemon::start(&paddock)?;
+    let daemon = PrivateDaemon::start(&paddock, &[])?;
     let script = wrk::Script {
         bearer_token_file: Some(daemon.token_file()),
         ..wrk::Script::default()

@@ -62,7 +62,7 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
         .unwrap_or_else(ts_peer::default_dir);
     // The peer first: a missing `node_modules` should fail before anything else starts.
     let ts = TsPeer::start(&args.node, &ts_dir)?;
-    let daemon = PrivateDaemon::start(&paddock)?;
+    let daemon = PrivateDaemon::start(&paddock, &[])?;
     let bare_port = spawn_bare_axum().await?;
     let scripts = daemon.dir.path();
 
@@ -190,7 +190,7 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn verdict(met: bool) -> &'static str {
+pub(crate) fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "missed" }
 }
 
@@ -265,6 +265,7 @@ mod tests {
         probe::Response {
             status,
             body: body.as_bytes().to_vec(),
+            ..probe::Response::default()
         }
     }
 

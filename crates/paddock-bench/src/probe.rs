@@ -2,13 +2,14 @@
 //! measured: wrk counts status codes, not what the bodies say.
 
 use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
-/// The largest response a probe reads; the answers it checks are a few hundred bytes.
-const MAX_RESPONSE_BYTES: u64 = 1 << 20;
+/// The largest response a probe reads; the largest answers are page snapshots and screenshots of
+/// a few hundred kilobytes.
+const MAX_RESPONSE_BYTES: u64 = 16 << 20;
 
 /// Where an `http://host:port/path` URL points.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,20 +46,57 @@ pub struct Request<'a> {
     pub body: &'a str,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
+    /// Header names and values in the order received.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(candidate, _)| candidate.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 /// Sends `request` to `target` on a fresh connection and reads the whole response. Errors name
 /// the target but never the headers, which may carry a credential.
 pub fn send(target: &Target, request: &Request<'_>, timeout: Duration) -> anyhow::Result<Response> {
     let context = || format!("probe http://{}{}", target.authority, target.path);
-    let mut stream = TcpStream::connect(&target.authority).with_context(context)?;
+    let stream = TcpStream::connect(&target.authority).with_context(context)?;
+    exchange(stream, target, request, timeout)
+}
+
+/// Like [`send`], but connects to `address` (resolved once by the caller, so that name
+/// resolution stays out of measured requests) while `Host` still names `target.authority`.
+pub fn send_to(
+    address: SocketAddr,
+    target: &Target,
+    request: &Request<'_>,
+    timeout: Duration,
+) -> anyhow::Result<Response> {
+    let context = || format!("probe http://{}{} at {address}", target.authority, target.path);
+    let stream = TcpStream::connect_timeout(&address, timeout).with_context(context)?;
+    exchange(stream, target, request, timeout)
+}
+
+fn exchange(
+    mut stream: TcpStream,
+    target: &Target,
+    request: &Request<'_>,
+    timeout: Duration,
+) -> anyhow::Result<Response> {
+    let context = || format!("probe http://{}{}", target.authority, target.path);
+    // Requests are small: send them at once rather than waiting on Nagle.
+    stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    let mut head = format!(
+    let mut message = format!(
         "{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
         request.method,
         target.path,
@@ -66,16 +104,15 @@ pub fn send(target: &Target, request: &Request<'_>, timeout: Duration) -> anyhow
         request.body.len()
     );
     for (name, value) in request.headers {
-        head.push_str(name);
-        head.push_str(": ");
-        head.push_str(value);
-        head.push_str("\r\n");
+        message.push_str(name);
+        message.push_str(": ");
+        message.push_str(value);
+        message.push_str("\r\n");
     }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).with_context(context)?;
-    stream
-        .write_all(request.body.as_bytes())
-        .with_context(context)?;
+    message.push_str("\r\n");
+    // One write, so that the request leaves in one segment.
+    message.push_str(request.body);
+    stream.write_all(message.as_bytes()).with_context(context)?;
     let mut bytes = Vec::new();
     stream
         .take(MAX_RESPONSE_BYTES)
@@ -102,11 +139,13 @@ pub fn parse_response(bytes: &[u8]) -> anyhow::Result<Response> {
     };
     let mut content_length = None;
     let mut chunked = false;
+    let mut headers = Vec::new();
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             bail!("malformed header line `{line}`");
         };
         let value = value.trim();
+        headers.push((name.to_owned(), value.to_owned()));
         if name.eq_ignore_ascii_case("content-length") {
             content_length = Some(
                 value
@@ -130,7 +169,11 @@ pub fn parse_response(bytes: &[u8]) -> anyhow::Result<Response> {
     } else {
         rest.to_vec()
     };
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
 }
 
 fn dechunk(mut rest: &[u8]) -> anyhow::Result<Vec<u8>> {
@@ -183,6 +226,8 @@ mod tests {
         .unwrap();
         assert_eq!(response.status, 200);
         assert_eq!(response.body, b"abcd");
+        assert_eq!(response.header("Content-Type"), Some("application/json"));
+        assert_eq!(response.header("mcp-session-id"), None);
     }
 
     #[test]

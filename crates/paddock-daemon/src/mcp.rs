@@ -20,6 +20,8 @@ use tracing::debug;
 
 /// What MCP transports share: the registry, the policy and the backend.
 pub struct McpHost {
+    /// The HTTP callers' context, built once: every request shares it.
+    http_ctx: Arc<ToolCtx>,
     pub registry: Arc<Registry>,
     pub policy: Arc<Policy>,
     pub backend: Arc<dyn Backend>,
@@ -37,11 +39,14 @@ impl std::fmt::Debug for McpHost {
 impl McpHost {
     pub fn new(registry: Arc<Registry>, policy: Arc<Policy>, backend: Arc<dyn Backend>) -> Self {
         let uid = paddock_client::paths::current_uid();
+        let owner = AuthContext::local_owner(format!("uid:{uid}"));
+        let http_ctx = Arc::new(owner_ctx(&owner, &policy, &backend, None));
         Self {
+            http_ctx,
             registry,
             policy,
             backend,
-            owner: AuthContext::local_owner(format!("uid:{uid}")),
+            owner,
         }
     }
 
@@ -49,13 +54,12 @@ impl McpHost {
     /// callers passed the SO_PEERCRED check: both are the daemon's owner and share one
     /// connection profile.
     fn owner_ctx(&self, session: Option<SessionKey>) -> ToolCtx {
-        ToolCtx {
-            auth: self.owner.clone(),
-            policy: self.policy.clone(),
-            profile: format!("owner:{}", self.owner.subject()),
-            session,
-            backend: self.backend.clone(),
-        }
+        owner_ctx(&self.owner, &self.policy, &self.backend, session)
+    }
+
+    /// Writes out pending audit lines (called at shutdown).
+    pub fn flush_audit(&self) {
+        self.registry.flush_audit();
     }
 
     /// The `/mcp` route: rmcp's stateless Streamable HTTP service with JSON responses. Host,
@@ -70,13 +74,118 @@ impl McpHost {
             .with_max_request_body_bytes(usize::MAX);
         let host = self.clone();
         let service = StreamableHttpService::new(
-            move || Ok(host.registry.server(host.owner_ctx(None))),
+            move || Ok(host.registry.shared_server(host.http_ctx.clone())),
             Arc::new(NeverSessionManager::default()),
             config,
         );
+        let host = self.clone();
         Router::new()
             .route_service("/mcp", service)
-            .layer(middleware::from_fn(precheck_json))
+            .layer(middleware::from_fn(move |request, next| {
+                let host = host.clone();
+                async move { host.fast_path_or(request, next).await }
+            }))
+    }
+
+    /// Answers `tools/call` and `tools/list` of the protocol versions that need no negotiation
+    /// directly, and hands everything else to rmcp. rmcp builds a service, a peer, several
+    /// channels and tasks for each stateless request; for the two methods that carry almost all
+    /// traffic the same handler is called here without that machinery, producing the same
+    /// JSON-RPC answer (tests compare both paths).
+    async fn fast_path_or(self: Arc<Self>, request: Request, next: Next) -> Response {
+        if request.method() != Method::POST {
+            return next.run(request).await;
+        }
+        let (parts, body) = request.into_parts();
+        let bytes = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                return json_rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, "Request body too large");
+            }
+        };
+        let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Err(error) => {
+                return json_rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {error}"));
+            }
+            Ok(serde_json::Value::Array(_)) => {
+                return json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Invalid request: JSON-RPC batches are not supported",
+                );
+            }
+            Ok(serde_json::Value::Object(message)) => message,
+            Ok(_) => {
+                return json_rpc_error(StatusCode::BAD_REQUEST, -32600, "Invalid request: expected a JSON-RPC object");
+            }
+        };
+        if let Some(answer) = self.try_fast(&parts.headers, &message).await {
+            return answer;
+        }
+        next.run(Request::from_parts(parts, Body::from(bytes))).await
+    }
+
+    async fn try_fast(
+        &self,
+        headers: &http::HeaderMap,
+        message: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<Response> {
+        let method = message.get("method")?.as_str()?;
+        let id = message.get("id")?;
+        if !(id.is_string() || id.is_i64() || id.is_u64()) || message.get("jsonrpc")?.as_str()? != "2.0" {
+            return None;
+        }
+        // Versions whose requests need no per-request negotiation; anything else (2026-07-28
+        // and its `_meta`, an unknown version) goes through rmcp.
+        match headers.get("mcp-protocol-version").map(|value| value.to_str()) {
+            None | Some(Ok("2025-06-18" | "2025-11-25" | "2025-03-26")) => {}
+            _ => return None,
+        }
+        let accepts = headers
+            .get(header::ACCEPT)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|accept| accept.contains("application/json") && accept.contains("text/event-stream"));
+        let json_body = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("application/json"));
+        if !accepts || !json_body {
+            return None;
+        }
+        let params = message.get("params");
+        if params.and_then(|params| params.get("_meta")).is_some() {
+            return None;
+        }
+        let server = self.registry.shared_server(self.http_ctx.clone());
+        let session = headers.get(paddock_tools::session::SESSION_HEADER);
+        let outcome = match method {
+            "tools/list" => server
+                .list(session)
+                .and_then(|result| legacy_value(rmcp::model::ServerResult::ListToolsResult(result))),
+            "tools/call" => {
+                let request: rmcp::model::CallToolRequestParams =
+                    serde_json::from_value(params?.clone()).ok()?;
+                let request_id = match id {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                match server.call(request, session, Some(request_id)).await {
+                    Ok(result) => legacy_value(rmcp::model::ServerResult::CallToolResult(result)),
+                    Err(error) => Err(error),
+                }
+            }
+            _ => return None,
+        };
+        let reply = match &outcome {
+            Ok(result) => Reply { jsonrpc: "2.0", id, result: Some(result), error: None },
+            Err(error) => Reply { jsonrpc: "2.0", id, result: None, error: Some(error) },
+        };
+        let body = serde_json::to_vec(&reply).ok()?;
+        let mut response = (StatusCode::OK, body).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Some(response)
     }
 
     /// Serves MCP on a control-socket connection until either side closes it.
@@ -112,49 +221,37 @@ impl McpHost {
     }
 }
 
-/// Answers a POST whose body is not JSON with a JSON-RPC parse error (rmcp alone would answer
-/// 415 with a plain-text body), and a batch with a JSON-RPC invalid-request error.
-async fn precheck_json(request: Request, next: Next) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
+/// A JSON-RPC answer, serialised straight to bytes.
+#[derive(serde::Serialize)]
+struct Reply<'a> {
+    jsonrpc: &'static str,
+    id: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a rmcp::model::ServerResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a rmcp::ErrorData>,
+}
+
+fn owner_ctx(
+    owner: &AuthContext,
+    policy: &Arc<Policy>,
+    backend: &Arc<dyn Backend>,
+    session: Option<SessionKey>,
+) -> ToolCtx {
+    ToolCtx {
+        auth: owner.clone(),
+        policy: policy.clone(),
+        profile: format!("owner:{}", owner.subject()),
+        session,
+        backend: backend.clone(),
     }
-    let (parts, body) = request.into_parts();
-    let bytes = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return json_rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                "Request body too large",
-            );
-        }
-    };
-    match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Err(error) => {
-            return json_rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32700,
-                &format!("Parse error: {error}"),
-            );
-        }
-        Ok(serde_json::Value::Array(_)) => {
-            return json_rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Invalid request: JSON-RPC batches are not supported",
-            );
-        }
-        Ok(serde_json::Value::Object(_)) => {}
-        Ok(_) => {
-            return json_rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Invalid request: expected a JSON-RPC object",
-            );
-        }
-    }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+}
+
+/// A result in the shape rmcp gives peers of the versions the fast path serves.
+fn legacy_value(mut result: rmcp::model::ServerResult) -> Result<rmcp::model::ServerResult, rmcp::ErrorData> {
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    Ok(result)
 }
 
 fn json_rpc_error(status: StatusCode, code: i32, message: &str) -> Response {

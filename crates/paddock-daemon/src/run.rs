@@ -394,6 +394,7 @@ pub async fn run(
         Err(_) => warn!("in-flight HTTP requests did not finish in time; closing them"),
     }
     let _ = control_task.await;
+    mcp.flush_audit();
     cleanup_files(&paths, &token, pid);
     drop(lock);
     info!("stopped");
@@ -437,7 +438,7 @@ fn build_mcp(
             debug: config.mcp.debug,
         },
         store,
-        audit: Arc::new(StderrAuditSink),
+        audit: Arc::new(StderrAuditSink::new()),
         info,
     });
     info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");

@@ -43,12 +43,60 @@ pub struct ToolCallEvent {
 /// Where audit events go. Swap it for an exporter without touching the tool core.
 pub trait AuditSink: Send + Sync {
     fn record(&self, event: &ToolCallEvent);
+    /// Waits until every recorded event has been written; the daemon calls it at shutdown.
+    fn flush(&self) {}
+}
+
+enum SinkMessage {
+    Line(Vec<u8>),
+    Flush(std::sync::mpsc::Sender<()>),
 }
 
 /// Writes each event as one JSON line on stderr, prefixed by `"type":"audit"`. Never stdout:
-/// `paddock mcp` reserves stdout for JSON-RPC.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StderrAuditSink;
+/// `paddock mcp` reserves stdout for JSON-RPC. A writer thread takes the lines, so a tool call
+/// never waits on the log file, and writes them in batches, in order.
+#[derive(Debug)]
+pub struct StderrAuditSink {
+    lines: std::sync::mpsc::Sender<SinkMessage>,
+}
+
+impl Default for StderrAuditSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StderrAuditSink {
+    pub fn new() -> Self {
+        let (lines, receiver) = std::sync::mpsc::channel::<SinkMessage>();
+        std::thread::spawn(move || {
+            let mut out = std::io::BufWriter::new(std::io::stderr());
+            while let Ok(message) = receiver.recv() {
+                let mut next = Some(message);
+                while let Some(message) = next.take() {
+                    match message {
+                        SinkMessage::Line(line) => {
+                            let _ = out.write_all(&line);
+                        }
+                        SinkMessage::Flush(done) => {
+                            let _ = out.flush();
+                            let _ = done.send(());
+                        }
+                    }
+                    next = receiver.try_recv().ok();
+                }
+                let _ = out.flush();
+            }
+        });
+        Self { lines }
+    }
+}
+
+impl std::fmt::Debug for SinkMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SinkMessage")
+    }
+}
 
 #[derive(Serialize)]
 struct Line<'a> {
@@ -67,7 +115,14 @@ impl AuditSink for StderrAuditSink {
             return;
         };
         line.push(b'\n');
-        let _ = std::io::stderr().lock().write_all(&line);
+        let _ = self.lines.send(SinkMessage::Line(line));
+    }
+
+    fn flush(&self) {
+        let (done, wait) = std::sync::mpsc::channel();
+        if self.lines.send(SinkMessage::Flush(done)).is_ok() {
+            let _ = wait.recv_timeout(std::time::Duration::from_secs(5));
+        }
     }
 }
 

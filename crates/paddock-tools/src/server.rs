@@ -132,6 +132,11 @@ impl Registry {
 
     /// An rmcp server for one HTTP request.
     pub fn server(self: &Arc<Self>, ctx: ToolCtx) -> McpServer {
+        self.shared_server(Arc::new(ctx))
+    }
+
+    /// An rmcp server for one HTTP request, sharing a context built once.
+    pub fn shared_server(self: &Arc<Self>, ctx: Arc<ToolCtx>) -> McpServer {
         McpServer {
             ctx,
             registry: self.clone(),
@@ -145,7 +150,7 @@ impl Registry {
         let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
         (
             McpServer {
-                ctx,
+                ctx: Arc::new(ctx),
                 registry: self.clone(),
                 connection: Some(id),
             },
@@ -173,6 +178,11 @@ impl Registry {
     /// Records that `session` has been used, so `sessionUuid` may name it.
     pub fn record_session(&self, session: &SessionKey) -> Result<(), paddock_store::StoreError> {
         self.store.record_session(session.as_str())
+    }
+
+    /// Writes out every audit event recorded so far.
+    pub fn flush_audit(&self) {
+        self.audit.flush();
     }
 
     pub fn live_connections(&self) -> usize {
@@ -329,7 +339,7 @@ struct AuditCall<'a> {
 /// The per-request (or per-connection) rmcp server.
 #[derive(Clone)]
 pub struct McpServer {
-    ctx: ToolCtx,
+    ctx: Arc<ToolCtx>,
     registry: Arc<Registry>,
     connection: Option<u64>,
 }
@@ -356,13 +366,10 @@ impl McpServer {
     /// (which is removed from `arguments`). Disagreeing keys are an error.
     fn request_session(
         &self,
-        context: &RequestContext<RoleServer>,
+        header: Option<&http::HeaderValue>,
         arguments: Option<&mut JsonObject>,
     ) -> Result<Option<SessionKey>, ToolError> {
-        let header = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.headers.get(SESSION_HEADER))
+        let header = header
             .map(|value| {
                 value
                     .to_str()
@@ -399,32 +406,11 @@ impl McpServer {
     }
 }
 
-fn unknown_tool(name: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Unknown tool: `{name}`"), None)
-}
-
-fn error_result(error: &ToolError) -> CallToolResponse {
-    CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into()
-}
-
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
+impl McpServer {
+    /// `tools/list` for this caller; `header` is the HTTP session header, if any.
+    pub fn list(&self, header: Option<&http::HeaderValue>) -> Result<ListToolsResult, ErrorData> {
         let session = self
-            .request_session(&context, None)
+            .request_session(header, None)
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
         let tools = self.registry.listed_tools(&self.ctx, session.as_ref());
         if let Some(id) = self.connection
@@ -435,14 +421,15 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
-    async fn call_tool(
+    /// `tools/call` for this caller; `header` is the HTTP session header, if any.
+    pub async fn call(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+        header: Option<&http::HeaderValue>,
+        request_id: Option<String>,
+    ) -> Result<CallToolResult, ErrorData> {
         let started = Instant::now();
         let registry = &self.registry;
-        let request_id = Some(context.id.to_string());
         let name = request.name.as_ref();
         let audit = |outcome, operation: Option<String>| {
             registry.record(
@@ -466,7 +453,7 @@ impl ServerHandler for McpServer {
             return Err(unknown_tool(name));
         }
         let mut arguments = request.arguments.unwrap_or_default();
-        let session = match self.request_session(&context, Some(&mut arguments)) {
+        let session = match self.request_session(header, Some(&mut arguments)) {
             Ok(session) => session,
             Err(error) => {
                 audit(Outcome::Error, None);
@@ -521,7 +508,7 @@ impl ServerHandler for McpServer {
         match outcome {
             Ok(handlers::Output::Json(value)) => {
                 audit(Outcome::Ok, operation);
-                Ok(CallToolResult::structured(value).into())
+                Ok(CallToolResult::structured(value))
             }
             Ok(handlers::Output::Rich {
                 text,
@@ -539,7 +526,7 @@ impl ServerHandler for McpServer {
                 }
                 let mut result = CallToolResult::success(content);
                 result.structured_content = structured;
-                Ok(result.into())
+                Ok(result)
             }
             Err(error) => {
                 let outcome = if error.is_forbidden() {
@@ -551,5 +538,50 @@ impl ServerHandler for McpServer {
                 Ok(error_result(&error))
             }
         }
+    }
+}
+
+fn session_header(context: &RequestContext<RoleServer>) -> Option<&http::HeaderValue> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get(SESSION_HEADER))
+}
+
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown tool: `{name}`"), None)
+}
+
+fn error_result(error: &ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.list(session_header(&context))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, session_header(&context), Some(context.id.to_string()))
+            .await
+            .map(Into::into)
     }
 }

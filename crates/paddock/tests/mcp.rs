@@ -699,3 +699,29 @@ fn paddock_mcp_survives_a_daemon_restart() {
         false
     );
 }
+
+#[test]
+fn the_fast_path_answers_exactly_like_rmcp() {
+    let (_harness, http) = started(&[]);
+    // `_meta` sends a request through rmcp; without it the daemon answers directly.
+    let cases = [
+        json!({ "name": "listDevices", "arguments": {} }),
+        json!({ "name": "noSuchTool", "arguments": {} }),
+        json!({ "name": "listDevices", "arguments": { "platform": 3 } }),
+        json!({ "name": "discovery", "arguments": { "operation": "status" } }),
+    ];
+    for params in cases {
+        let fast = http.rpc("tools/call", params.clone()).unwrap();
+        let mut slow_params = params.clone();
+        slow_params["_meta"] = json!({ "progressToken": "p1" });
+        let slow = http.rpc("tools/call", slow_params).unwrap();
+        assert_eq!(fast, slow, "{params}");
+    }
+    let fast = http.rpc("tools/list", json!({})).unwrap();
+    let slow = http.rpc("tools/list", json!({ "_meta": { "progressToken": "p2" } })).unwrap();
+    assert_eq!(fast, slow);
+    let string_id = http
+        .post_raw(r#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"listDevices","arguments":{}}}"#)
+        .unwrap();
+    assert_eq!(string_id.json().unwrap()["id"], "abc");
+}

@@ -1,0 +1,560 @@
+//! `paddock-bench devices`: Paddock's web devices next to Playwright MCP in the same run. Warm
+//! acquisition (`getWeb`) against a cold launch (`provisionDevice` with no warm pool), and
+//! `observe` (with and without a screenshot) against Playwright MCP's `browser_snapshot` and
+//! `browser_take_screenshot` on the fixture app's big table page, with the ratios.
+//!
+//! These are latencies of one request at a time, not throughput: each request goes on a fresh
+//! loopback connection and is timed from connect to the last byte of the answer. Every answer,
+//! timed or not, is checked to be a success with the expected content.
+
+use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use paddock_client::SecretString;
+use paddock_testkit::fixture::FixtureApp;
+use serde_json::{Value, json};
+
+use crate::mcp::verdict;
+use crate::mcp_client::{McpClient, ToolAnswer};
+use crate::playwright_peer::{self, PeerConfig, PlaywrightPeer};
+use crate::probe::Target;
+use crate::{PrivateDaemon, paddock_binary};
+
+/// Warm devices the measured daemon keeps.
+const WEB_WARM: usize = 3;
+/// Texts the table page's observation must show: its heading and the first row's email.
+const EXPECTED_HEADING: &str = "Accounts";
+const EXPECTED_CELL: &str = "user1@example.com";
+/// How long the pool may take to settle (boot or reset devices) between iterations.
+const POOL_TIMEOUT: Duration = Duration::from_secs(120);
+const POOL_POLL: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct DevicesArgs {
+    /// Timed iterations of each warm measurement.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    iterations: u32,
+    /// Timed cold launches.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    cold_iterations: u32,
+    /// Untimed warm-up iterations before each measurement (cold launches get at most one).
+    #[arg(long, default_value_t = 3)]
+    warmup: u32,
+    /// Rows of the fixture table page both servers observe.
+    #[arg(long, default_value_t = 400)]
+    rows: u32,
+    /// The paddock binary (default: beside this one).
+    #[arg(long)]
+    paddock: Option<PathBuf>,
+    /// The Chromium both Paddock and Playwright MCP drive.
+    #[arg(long, default_value = "/usr/bin/chromium")]
+    chromium: PathBuf,
+    /// The Playwright MCP peer (default: `bench/peers/playwright-mcp` of this checkout).
+    #[arg(long)]
+    playwright_dir: Option<PathBuf>,
+    /// The node binary that runs the peer.
+    #[arg(long, default_value = "node")]
+    node: PathBuf,
+}
+
+/// Request latencies of one measurement.
+#[derive(Debug, Clone, Default)]
+pub struct Latency {
+    samples: Vec<Duration>,
+}
+
+impl Latency {
+    pub fn push(&mut self, sample: Duration) {
+        self.samples.push(sample);
+    }
+
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// The nearest-rank percentile `p` (0 < p ≤ 100) in milliseconds; 0 without samples.
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        let mut sorted = self.samples.clone();
+        sorted.sort_unstable();
+        let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+        sorted
+            .get(rank.clamp(1, sorted.len().max(1)) - 1)
+            .map_or(0.0, |sample| sample.as_secs_f64() * 1000.0)
+    }
+
+    pub fn p50(&self) -> f64 {
+        self.percentile_ms(50.0)
+    }
+
+    pub fn p90(&self) -> f64 {
+        self.percentile_ms(90.0)
+    }
+}
+
+/// What one kind of answer carried: text characters and the image, if any.
+#[derive(Debug, Clone, Default)]
+struct AnswerSize {
+    chars: usize,
+    image: Option<(String, usize)>,
+}
+
+impl AnswerSize {
+    fn of(answer: &ToolAnswer) -> Self {
+        Self {
+            chars: answer.text().chars().count(),
+            image: answer.image(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match &self.image {
+            Some((mime, bytes)) => format!(
+                "{} chars + {mime} {:.1} KiB",
+                self.chars,
+                *bytes as f64 / 1024.0
+            ),
+            None => format!("{} chars", self.chars),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Measurement {
+    latency: Latency,
+    size: AnswerSize,
+}
+
+impl Measurement {
+    fn record(&mut self, answer: &ToolAnswer) {
+        self.latency.push(answer.elapsed);
+        self.size = AnswerSize::of(answer);
+    }
+}
+
+/// The four page measurements, taken in alternation.
+#[derive(Debug, Default)]
+struct PageMeasurements {
+    observe: Measurement,
+    observe_screenshot: Measurement,
+    snapshot: Measurement,
+    screenshot: Measurement,
+}
+
+pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
+    let paddock = paddock_binary(args.paddock.clone())?;
+    let work = tempfile::tempdir()?;
+    let peer_config = PeerConfig {
+        node: args.node.clone(),
+        dir: args
+            .playwright_dir
+            .clone()
+            .unwrap_or_else(playwright_peer::default_dir),
+        chromium: args.chromium.clone(),
+        work_dir: work.path().to_path_buf(),
+    };
+    // A missing peer installation should fail before anything starts.
+    PlaywrightPeer::check_installed(&peer_config)?;
+    let fixture = FixtureApp::start()?;
+    let table_url = fixture.url(&format!("/table?rows={}", args.rows));
+    let cold_warmup = args.warmup.min(1);
+
+    progress(&format!(
+        "cold launches: {} + {cold_warmup} warm-up, daemon with --web-warm 0",
+        args.cold_iterations
+    ));
+    let cold = measure_cold(&paddock, &args, cold_warmup)?;
+
+    let daemon = start_daemon(&paddock, &args, WEB_WARM)?;
+    let mut paddock_mcp = paddock_client(&daemon)?;
+    progress(&format!(
+        "warm acquisitions: {} + {} warm-up, daemon with --web-warm {WEB_WARM}",
+        args.iterations, args.warmup
+    ));
+    let warm = measure_warm(&mut paddock_mcp, &args)?;
+
+    progress("starting Playwright MCP");
+    let peer = PlaywrightPeer::start(&peer_config).await?;
+    let mut playwright = McpClient::new(peer.address(), &peer.url(), None)?;
+    let server_info = playwright
+        .initialize()
+        .with_context(|| format!("Playwright MCP; its stderr:\n{}", peer.stderr_tail()))?;
+    progress(&format!(
+        "page observations: {} + {} warm-up each, alternating",
+        args.iterations, args.warmup
+    ));
+    let pages = measure_pages(&mut paddock_mcp, &mut playwright, &table_url, &args)
+        .with_context(|| format!("Playwright MCP's stderr:\n{}", peer.stderr_tail()))?;
+
+    println!(
+        "devices: Paddock web devices vs Playwright MCP {} ({} {}), same run; Chromium `{}`, Pixel 7 emulation on both",
+        playwright_peer::version(&peer_config.dir),
+        server_info["name"].as_str().unwrap_or("server"),
+        server_info["version"].as_str().unwrap_or("?"),
+        args.chromium.display()
+    );
+    println!(
+        "one request at a time on fresh loopback connections; {} iterations ({} for cold launches) after {} warm-up; page {}",
+        args.iterations,
+        args.cold_iterations,
+        args.warmup,
+        table_url.rsplit_once('/').map_or("", |(_, page)| page)
+    );
+    println!();
+    println!(
+        "{:<36} {:>10} {:>10} {:>5}  answer",
+        "measurement", "p50 ms", "p90 ms", "n"
+    );
+    let row = |name: &str, latency: &Latency, size: Option<&AnswerSize>| {
+        println!(
+            "{name:<36} {:>10.2} {:>10.2} {:>5}  {}",
+            latency.p50(),
+            latency.p90(),
+            latency.len(),
+            size.map(AnswerSize::describe).unwrap_or_default()
+        );
+    };
+    row("paddock getWeb (warm)", &warm, None);
+    row("paddock provisionDevice (cold)", &cold, None);
+    row("paddock observe", &pages.observe.latency, Some(&pages.observe.size));
+    row(
+        "paddock observe+screenshot",
+        &pages.observe_screenshot.latency,
+        Some(&pages.observe_screenshot.size),
+    );
+    row(
+        "playwright browser_snapshot",
+        &pages.snapshot.latency,
+        Some(&pages.snapshot.size),
+    );
+    row(
+        "playwright browser_take_screenshot",
+        &pages.screenshot.latency,
+        Some(&pages.screenshot.size),
+    );
+    println!();
+    let cold_over_warm = cold.p50() / warm.p50();
+    let snapshot_ratio = pages.snapshot.latency.p50() / pages.observe.latency.p50();
+    let snapshot_ratio_p90 = pages.snapshot.latency.p90() / pages.observe.latency.p90();
+    let screenshot_ratio =
+        pages.screenshot.latency.p50() / pages.observe_screenshot.latency.p50();
+    let screenshot_ratio_p90 =
+        pages.screenshot.latency.p90() / pages.observe_screenshot.latency.p90();
+    let chars_ratio = pages.observe.size.chars as f64 / pages.snapshot.size.chars as f64;
+    println!(
+        "paddock getWeb (warm) p50:                            {:>8.2} ms (goal <= 20 ms: {})",
+        warm.p50(),
+        verdict(warm.p50() <= 20.0)
+    );
+    println!(
+        "cold/warm acquisition p50:                            {cold_over_warm:>8.1}x"
+    );
+    println!(
+        "playwright/paddock browser_snapshot vs observe p50:   {snapshot_ratio:>8.2}x (p90 {snapshot_ratio_p90:.2}x; goal >= 2x: {})",
+        verdict(snapshot_ratio >= 2.0)
+    );
+    println!(
+        "playwright/paddock screenshot vs observe+screenshot:  {screenshot_ratio:>8.2}x (p90 {screenshot_ratio_p90:.2}x; goal >= 2x: {})",
+        verdict(screenshot_ratio >= 2.0)
+    );
+    println!(
+        "paddock observe chars / playwright snapshot chars:    {chars_ratio:>8.3}  ({} / {}; goal <= 0.3: {})",
+        pages.observe.size.chars,
+        pages.snapshot.size.chars,
+        verdict(chars_ratio <= 0.3)
+    );
+    drop(peer);
+    drop(daemon);
+    Ok(())
+}
+
+fn progress(message: &str) {
+    use std::io::IsTerminal as _;
+    if std::io::stderr().is_terminal() {
+        eprintln!("devices: {message}…");
+    }
+}
+
+fn start_daemon(
+    paddock: &Path,
+    args: &DevicesArgs,
+    web_warm: usize,
+) -> anyhow::Result<PrivateDaemon> {
+    let warm = web_warm.to_string();
+    let chromium = args.chromium.to_string_lossy().into_owned();
+    PrivateDaemon::start(paddock, &["--web-warm", &warm, "--chromium", &chromium])
+}
+
+/// An MCP client for the daemon, holding its token.
+fn paddock_client(daemon: &PrivateDaemon) -> anyhow::Result<McpClient> {
+    let url = daemon.url("/mcp")?;
+    let address = resolve(&Target::parse(&url)?.authority)?;
+    let token = paddock_client::token::read_token_file(&daemon.token_file())?;
+    let authorization = SecretString::new(format!("Bearer {}", token.expose_secret()));
+    McpClient::new(address, &url, Some(authorization))
+}
+
+fn resolve(authority: &str) -> anyhow::Result<SocketAddr> {
+    authority
+        .to_socket_addrs()
+        .with_context(|| format!("resolve `{authority}`"))?
+        .next()
+        .with_context(|| format!("`{authority}` resolves to no address"))
+}
+
+/// `provisionDevice {"platform":"web","boot":true}` on a daemon without a warm pool, so that
+/// every call launches Chromium; each device is released and gone before the next launch.
+fn measure_cold(paddock: &Path, args: &DevicesArgs, warmup: u32) -> anyhow::Result<Latency> {
+    let daemon = start_daemon(paddock, args, 0)?;
+    let mut client = paddock_client(&daemon)?;
+    let mut latency = Latency::default();
+    for iteration in 0..warmup + args.cold_iterations {
+        let session = format!("bench-cold-{iteration}");
+        let answer = client.call_tool(
+            "provisionDevice",
+            &json!({ "platform": "web", "boot": true }),
+            Some(&session),
+        )?;
+        check_bound(&answer, &session).context("provisionDevice")?;
+        client.call_tool("releaseDevice", &json!({}), Some(&session))?;
+        wait_for_pool(&mut client, "no device left", |devices| devices.is_empty())?;
+        if iteration >= warmup {
+            latency.push(answer.elapsed);
+        }
+    }
+    Ok(latency)
+}
+
+/// `getWeb` with a fresh session each time, once the pool is settled: `WEB_WARM` devices warm
+/// and none resetting. The release and the pool's refill are untimed.
+fn measure_warm(client: &mut McpClient, args: &DevicesArgs) -> anyhow::Result<Latency> {
+    let settled = |devices: &[(String, String)]| {
+        devices.iter().all(|(_, state)| state != "resetting")
+            && devices.iter().filter(|(_, state)| state == "warm").count() >= WEB_WARM
+    };
+    let mut latency = Latency::default();
+    for iteration in 0..args.warmup + args.iterations {
+        wait_for_pool(client, "a settled warm pool", settled)?;
+        let session = format!("bench-warm-{iteration}");
+        let answer = client.call_tool("getWeb", &json!({}), Some(&session))?;
+        check_bound(&answer, &session).context("getWeb")?;
+        if answer.structured()["newlyAcquired"] != json!(true) {
+            bail!(
+                "getWeb did not acquire a new device for a fresh session: {}",
+                answer.result
+            );
+        }
+        client.call_tool("releaseDevice", &json!({}), Some(&session))?;
+        if iteration >= args.warmup {
+            latency.push(answer.elapsed);
+        }
+    }
+    Ok(latency)
+}
+
+/// The answer binds a device to `session`.
+fn check_bound(answer: &ToolAnswer, session: &str) -> anyhow::Result<()> {
+    let structured = answer.structured();
+    if structured["sessionUuid"] != json!(session) || !structured["device"]["id"].is_string() {
+        bail!(
+            "expected a device bound to session `{session}`, got {}",
+            answer.result
+        );
+    }
+    Ok(())
+}
+
+/// Polls `listDevices` until `condition` holds for the (id, state) list.
+fn wait_for_pool(
+    client: &mut McpClient,
+    what: &str,
+    condition: impl Fn(&[(String, String)]) -> bool,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + POOL_TIMEOUT;
+    loop {
+        let answer = client.call_tool("listDevices", &json!({}), None)?;
+        let devices = device_states(answer.structured());
+        if condition(&devices) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the device pool did not reach {what} within {}s; it lists {devices:?}",
+                POOL_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(POOL_POLL);
+    }
+}
+
+fn device_states(structured: &Value) -> Vec<(String, String)> {
+    structured["devices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|device| {
+            (
+                device["id"].as_str().unwrap_or_default().to_owned(),
+                device["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Both servers on the same page: Paddock's `observe` (with and without a screenshot) and
+/// Playwright MCP's `browser_snapshot` and `browser_take_screenshot`, alternating so that drift
+/// on a busy machine affects all four alike.
+fn measure_pages(
+    paddock: &mut McpClient,
+    playwright: &mut McpClient,
+    url: &str,
+    args: &DevicesArgs,
+) -> anyhow::Result<PageMeasurements> {
+    let session = "bench-observe";
+    let acquired = paddock.call_tool("getWeb", &json!({}), Some(session))?;
+    check_bound(&acquired, session).context("getWeb")?;
+    paddock
+        .call_tool("openLink", &json!({ "url": url }), Some(session))
+        .context("paddock openLink")?;
+    playwright
+        .call_tool("browser_navigate", &json!({ "url": url }), None)
+        .context("playwright browser_navigate")?;
+
+    let observe = json!({});
+    let observe_screenshot = json!({ "screenshot": true });
+    let empty = json!({});
+    let mut pages = PageMeasurements::default();
+    for iteration in 0..args.warmup + args.iterations {
+        let timed = iteration >= args.warmup;
+        let answer = paddock.call_tool("observe", &observe, Some(session))?;
+        check_observation(&answer, &[EXPECTED_HEADING, EXPECTED_CELL], false)
+            .context("paddock observe")?;
+        if timed {
+            pages.observe.record(&answer);
+        }
+        let answer = playwright.call_tool("browser_snapshot", &empty, None)?;
+        check_observation(&answer, &[EXPECTED_CELL], false)
+            .context("playwright browser_snapshot")?;
+        if timed {
+            pages.snapshot.record(&answer);
+        }
+        let answer = paddock.call_tool("observe", &observe_screenshot, Some(session))?;
+        check_observation(&answer, &[EXPECTED_HEADING, EXPECTED_CELL], true)
+            .context("paddock observe with a screenshot")?;
+        if timed {
+            pages.observe_screenshot.record(&answer);
+        }
+        let answer = playwright.call_tool("browser_take_screenshot", &empty, None)?;
+        check_observation(&answer, &[], true).context("playwright browser_take_screenshot")?;
+        if timed {
+            pages.screenshot.record(&answer);
+        }
+    }
+    paddock.call_tool("releaseDevice", &json!({}), Some(session))?;
+    Ok(pages)
+}
+
+/// The answer's text contains every expected string and, when asked, an image.
+fn check_observation(
+    answer: &ToolAnswer,
+    expected: &[&str],
+    image: bool,
+) -> anyhow::Result<()> {
+    let text = answer.text();
+    let missing: Vec<&str> = expected
+        .iter()
+        .copied()
+        .filter(|needle| !text.contains(needle))
+        .collect();
+    if !missing.is_empty() {
+        let excerpt: String = text.chars().take(600).collect();
+        bail!(
+            "the answer lacks {}; its text begins: {excerpt}",
+            missing
+                .iter()
+                .map(|needle| format!("`{needle}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        );
+    }
+    if image && answer.image().is_none_or(|(_, bytes)| bytes == 0) {
+        bail!("the answer has no image");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn latency(millis: &[u64]) -> Latency {
+        let mut latency = Latency::default();
+        for &ms in millis {
+            latency.push(Duration::from_millis(ms));
+        }
+        latency
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let ten = latency(&[10, 1, 9, 2, 8, 3, 7, 4, 6, 5]);
+        assert_eq!(ten.p50(), 5.0);
+        assert_eq!(ten.p90(), 9.0);
+        assert_eq!(ten.percentile_ms(100.0), 10.0);
+        let one = latency(&[7]);
+        assert_eq!(one.p50(), 7.0);
+        assert_eq!(one.p90(), 7.0);
+        assert_eq!(Latency::default().p50(), 0.0);
+    }
+
+    fn answer(result: Value) -> ToolAnswer {
+        ToolAnswer {
+            elapsed: Duration::ZERO,
+            result,
+        }
+    }
+
+    #[test]
+    fn checks_observations() {
+        let table = answer(json!({ "content": [
+            { "type": "text", "text": "h1 \"Accounts\"\ncell \"user1@example.com\"" },
+            { "type": "image", "mimeType": "image/jpeg", "data": "AAAA" },
+        ] }));
+        check_observation(&table, &[EXPECTED_HEADING, EXPECTED_CELL], true).unwrap();
+        let error_page = answer(json!({ "content": [
+            { "type": "text", "text": "h1 \"Not found\"" },
+        ] }));
+        let error = check_observation(&error_page, &[EXPECTED_HEADING, EXPECTED_CELL], false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`Accounts` and `user1@example.com`"), "{error}");
+        assert!(check_observation(&error_page, &[], true).is_err());
+    }
+
+    #[test]
+    fn checks_bindings() {
+        let bound = answer(json!({ "structuredContent": {
+            "sessionUuid": "s-1", "device": { "id": "web-1" },
+        } }));
+        check_bound(&bound, "s-1").unwrap();
+        assert!(check_bound(&bound, "s-2").is_err());
+        assert!(check_bound(&answer(json!({ "content": [] })), "s-1").is_err());
+    }
+
+    #[test]
+    fn reads_device_states() {
+        let listed = json!({ "devices": [
+            { "id": "web-1", "state": "warm" },
+            { "id": "web-2", "state": "resetting" },
+        ] });
+        assert_eq!(
+            device_states(&listed),
+            vec![
+                ("web-1".to_owned(), "warm".to_owned()),
+                ("web-2".to_owned(), "resetting".to_owned())
+            ]
+        );
+        assert!(device_states(&json!({})).is_empty());
+    }
+}
