@@ -68,6 +68,8 @@ fn element_line(out: &mut String, element: &Element) {
     }
     if !element.name.is_empty() {
         let _ = write!(out, " \"{}\"", element.name);
+    } else if element.role == "canvas" {
+        out.push_str(" (no accessible content; tap by x,y)");
     }
     if let Some(value) = &element.value {
         let _ = write!(out, " ={value:?}");
