@@ -100,12 +100,20 @@ impl McpHost {
         let bytes = match body.collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(_) => {
-                return json_rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, "Request body too large");
+                return json_rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    -32600,
+                    "Request body too large",
+                );
             }
         };
         let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Err(error) => {
-                return json_rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {error}"));
+                return json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32700,
+                    &format!("Parse error: {error}"),
+                );
             }
             Ok(serde_json::Value::Array(_)) => {
                 return json_rpc_error(
@@ -116,13 +124,18 @@ impl McpHost {
             }
             Ok(serde_json::Value::Object(message)) => message,
             Ok(_) => {
-                return json_rpc_error(StatusCode::BAD_REQUEST, -32600, "Invalid request: expected a JSON-RPC object");
+                return json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Invalid request: expected a JSON-RPC object",
+                );
             }
         };
         if let Some(answer) = self.try_fast(&parts.headers, &message).await {
             return answer;
         }
-        next.run(Request::from_parts(parts, Body::from(bytes))).await
+        next.run(Request::from_parts(parts, Body::from(bytes)))
+            .await
     }
 
     async fn try_fast(
@@ -132,19 +145,26 @@ impl McpHost {
     ) -> Option<Response> {
         let method = message.get("method")?.as_str()?;
         let id = message.get("id")?;
-        if !(id.is_string() || id.is_i64() || id.is_u64()) || message.get("jsonrpc")?.as_str()? != "2.0" {
+        if !(id.is_string() || id.is_i64() || id.is_u64())
+            || message.get("jsonrpc")?.as_str()? != "2.0"
+        {
             return None;
         }
         // Versions whose requests need no per-request negotiation; anything else (2026-07-28
         // and its `_meta`, an unknown version) goes through rmcp.
-        match headers.get("mcp-protocol-version").map(|value| value.to_str()) {
+        match headers
+            .get("mcp-protocol-version")
+            .map(|value| value.to_str())
+        {
             None | Some(Ok("2025-06-18" | "2025-11-25" | "2025-03-26")) => {}
             _ => return None,
         }
         let accepts = headers
             .get(header::ACCEPT)
             .and_then(|value| value.to_str().ok())
-            .is_some_and(|accept| accept.contains("application/json") && accept.contains("text/event-stream"));
+            .is_some_and(|accept| {
+                accept.contains("application/json") && accept.contains("text/event-stream")
+            });
         let json_body = headers
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
@@ -159,9 +179,9 @@ impl McpHost {
         let server = self.registry.shared_server(self.http_ctx.clone());
         let session = headers.get(paddock_tools::session::SESSION_HEADER);
         let outcome = match method {
-            "tools/list" => server
-                .list(session)
-                .and_then(|result| legacy_value(rmcp::model::ServerResult::ListToolsResult(result))),
+            "tools/list" => server.list(session).and_then(|result| {
+                legacy_value(rmcp::model::ServerResult::ListToolsResult(result))
+            }),
             "tools/call" => {
                 let request: rmcp::model::CallToolRequestParams =
                     serde_json::from_value(params?.clone()).ok()?;
@@ -177,14 +197,25 @@ impl McpHost {
             _ => return None,
         };
         let reply = match &outcome {
-            Ok(result) => Reply { jsonrpc: "2.0", id, result: Some(result), error: None },
-            Err(error) => Reply { jsonrpc: "2.0", id, result: None, error: Some(error) },
+            Ok(result) => Reply {
+                jsonrpc: "2.0",
+                id,
+                result: Some(result),
+                error: None,
+            },
+            Err(error) => Reply {
+                jsonrpc: "2.0",
+                id,
+                result: None,
+                error: Some(error),
+            },
         };
         let body = serde_json::to_vec(&reply).ok()?;
         let mut response = (StatusCode::OK, body).into_response();
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         Some(response)
     }
 
@@ -248,7 +279,9 @@ fn owner_ctx(
 }
 
 /// A result in the shape rmcp gives peers of the versions the fast path serves.
-fn legacy_value(mut result: rmcp::model::ServerResult) -> Result<rmcp::model::ServerResult, rmcp::ErrorData> {
+fn legacy_value(
+    mut result: rmcp::model::ServerResult,
+) -> Result<rmcp::model::ServerResult, rmcp::ErrorData> {
     result.strip_result_type_for_legacy_peer();
     result.strip_non_object_output_for_legacy_peer();
     Ok(result)

@@ -223,6 +223,9 @@ pub struct Observation {
     pub screenshot: Option<Screenshot>,
     /// For observations after an action: whether the UI settled within the bound.
     pub settled: Option<bool>,
+    /// What happened since the last observation that the screen does not show (an alert that
+    /// was answered).
+    pub notices: Vec<String>,
 }
 
 impl Observation {

@@ -9,6 +9,9 @@ use paddock_devices::{AppConfig, Device, DeviceError, DeviceInfo, Platform, Pool
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A device bound to a session, and whether this call bound it.
+pub type Acquired = (Arc<dyn Device>, bool);
+
 /// What the daemon provides to tools.
 pub trait Backend: Send + Sync {
     fn list_devices(&self, platform: Option<Platform>) -> Vec<DeviceInfo>;
@@ -18,7 +21,7 @@ pub trait Backend: Send + Sync {
         session: &'a str,
         platform: Platform,
         profile: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(Arc<dyn Device>, bool), DeviceError>>;
+    ) -> BoxFuture<'a, Result<Acquired, DeviceError>>;
     /// Adds a new warm device to the pool; returns its id.
     fn provision<'a>(
         &'a self,
@@ -53,7 +56,7 @@ impl Backend for Pool {
         session: &'a str,
         platform: Platform,
         profile: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(Arc<dyn Device>, bool), DeviceError>> {
+    ) -> BoxFuture<'a, Result<Acquired, DeviceError>> {
         Box::pin(async move {
             match platform {
                 Platform::Web => Pool::acquire(self, session, profile).await,
@@ -107,7 +110,7 @@ impl Backend for NoDevices {
         _session: &'a str,
         platform: Platform,
         _profile: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(Arc<dyn Device>, bool), DeviceError>> {
+    ) -> BoxFuture<'a, Result<Acquired, DeviceError>> {
         Box::pin(async move { Err(not_available(platform)) })
     }
 

@@ -30,6 +30,9 @@ pub fn observation_text(observation: &Observation) -> String {
         let _ = write!(out, " \"{}\"", observation.title);
     }
     out.push('\n');
+    for notice in &observation.notices {
+        let _ = writeln!(out, "notice: {notice}");
+    }
     if let Some(modal) = &observation.modal {
         let _ = writeln!(
             out,
@@ -137,6 +140,9 @@ pub fn observation_json(observation: &Observation) -> Value {
     });
     if let Some(settled) = observation.settled {
         value["settled"] = json!(settled);
+    }
+    if !observation.notices.is_empty() {
+        value["notices"] = json!(observation.notices);
     }
     value
 }

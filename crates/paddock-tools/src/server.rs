@@ -580,8 +580,12 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, session_header(&context), Some(context.id.to_string()))
-            .await
-            .map(Into::into)
+        self.call(
+            request,
+            session_header(&context),
+            Some(context.id.to_string()),
+        )
+        .await
+        .map(Into::into)
     }
 }

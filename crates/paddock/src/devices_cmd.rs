@@ -64,8 +64,8 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
             }
             writeln!(
                 stdout,
-                "{:<10} {:<8} {:<10} {:<10} {:<38} {}",
-                "ID", "PLATFORM", "PROFILE", "STATE", "SESSION", "PID"
+                "ID         PLATFORM PROFILE    STATE      {:<38} PID",
+                "SESSION"
             )?;
             for device in devices {
                 let text = |key: &str| device[key].as_str().unwrap_or("-").to_owned();

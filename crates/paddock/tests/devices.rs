@@ -545,7 +545,7 @@ fn idle_sessions_are_released() {
             .any(|d| d["session"] == "idle");
         (!bound).then_some(())
     })
-    .and_then(|()| Ok(error_text(&session.call("observe", json!({})).unwrap())))
+    .map(|()| error_text(&session.call("observe", json!({})).unwrap()))
     .unwrap();
     assert!(
         error.starts_with("[not_found]") && error.contains("without use"),
@@ -715,7 +715,11 @@ fn devices_cli_lists_and_warms() {
 /// pixels depend on the Chromium build's fonts).
 #[test]
 fn observe_snapshots_of_the_fixture_pages() {
-    let World { http, app, harness: _harness } = world(&["--web-warm", "1"]);
+    let World {
+        http,
+        app,
+        harness: _harness,
+    } = world(&["--web-warm", "1"]);
     let session = acquire(&http, "snap", json!({}));
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[port]");
@@ -723,13 +727,30 @@ fn observe_snapshots_of_the_fixture_pages() {
     settings.add_filter(r"web-\d+", "web-[n]");
     settings.add_filter(r"\d+px (above|below|to the right)", "[n]px $1");
     let _guard = settings.bind_to_scope();
-    for (name, path) in [("home", "/"), ("login", "/login"), ("list", "/list"), ("canvas", "/canvas"), ("table", "/table?rows=30")] {
-        let opened = text(&session.call("openLink", json!({ "url": app.url(path) })).unwrap());
+    for (name, path) in [
+        ("home", "/"),
+        ("login", "/login"),
+        ("list", "/list"),
+        ("canvas", "/canvas"),
+        ("table", "/table?rows=30"),
+    ] {
+        let opened = text(
+            &session
+                .call("openLink", json!({ "url": app.url(path) }))
+                .unwrap(),
+        );
         assert!(opened.contains("settled: true"), "{opened}");
         let observed = text(&session.call("observe", json!({})).unwrap());
         insta::assert_snapshot!(format!("observe_{name}"), observed);
     }
-    text(&session.call("openLink", json!({ "url": app.url("/item/3") })).unwrap());
+    text(
+        &session
+            .call("openLink", json!({ "url": app.url("/item/3") }))
+            .unwrap(),
+    );
     text(&session.call("tapOn", json!({ "text": "Delete" })).unwrap());
-    insta::assert_snapshot!("observe_item_dialog", text(&session.call("observe", json!({})).unwrap()));
+    insta::assert_snapshot!(
+        "observe_item_dialog",
+        text(&session.call("observe", json!({})).unwrap())
+    );
 }

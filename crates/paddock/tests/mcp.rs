@@ -718,7 +718,9 @@ fn the_fast_path_answers_exactly_like_rmcp() {
         assert_eq!(fast, slow, "{params}");
     }
     let fast = http.rpc("tools/list", json!({})).unwrap();
-    let slow = http.rpc("tools/list", json!({ "_meta": { "progressToken": "p2" } })).unwrap();
+    let slow = http
+        .rpc("tools/list", json!({ "_meta": { "progressToken": "p2" } }))
+        .unwrap();
     assert_eq!(fast, slow);
     let string_id = http
         .post_raw(r#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"listDevices","arguments":{}}}"#)

@@ -69,6 +69,8 @@ pub struct WebDevice {
     _user_data: tempfile::TempDir,
     state: tokio::sync::Mutex<PageState>,
     loading: Arc<AtomicBool>,
+    /// Things that happened since the last observation, such as an answered alert.
+    notices: Arc<Mutex<Vec<String>>>,
     alive: Arc<AtomicBool>,
     died: tokio::sync::watch::Receiver<bool>,
 }
@@ -213,7 +215,14 @@ impl WebDevice {
         let (context_id, target_id, session_id) =
             open_page(&cdp, &profile, Orientation::Portrait).await?;
         let loading = Arc::new(AtomicBool::new(false));
-        spawn_event_watch(&cdp, session_id.clone(), loading.clone());
+        let notices = Arc::new(Mutex::new(Vec::new()));
+        spawn_event_watch(
+            &cdp,
+            session_id.clone(),
+            target_id.clone(),
+            loading.clone(),
+            notices.clone(),
+        );
         Ok(Arc::new(Self {
             id,
             profile,
@@ -231,6 +240,7 @@ impl WebDevice {
                 app: None,
             }),
             loading,
+            notices,
             alive,
             died,
         }))
@@ -376,6 +386,11 @@ impl WebDevice {
                 .unwrap_or(0) as u32,
             screenshot,
             settled: None,
+            notices: self
+                .notices
+                .lock()
+                .map(|mut notices| std::mem::take(&mut *notices))
+                .unwrap_or_default(),
         })
     }
 
@@ -569,44 +584,70 @@ async fn wait_closed(cdp: Cdp) {
     }
 }
 
-/// Tracks whether the main frame is loading, from Page events.
-fn spawn_event_watch(cdp: &Cdp, session_id: String, loading: Arc<AtomicBool>) {
+/// Tracks whether the main frame is loading, from Page events, and answers JavaScript dialogs
+/// (which would otherwise block every script on the page) while noting them for the next
+/// observation.
+fn spawn_event_watch(
+    cdp: &Cdp,
+    session_id: String,
+    target_id: String,
+    loading: Arc<AtomicBool>,
+    notices: Arc<Mutex<Vec<String>>>,
+) {
     let mut events = cdp.events();
+    let cdp = cdp.clone();
     tokio::spawn(async move {
         loop {
-            match events.recv().await {
-                Ok(event) => {
-                    if event.session_id.as_deref() != Some(session_id.as_str()) {
-                        continue;
-                    }
-                    match event.method.as_str() {
-                        "Page.frameStartedLoading" | "Page.frameRequestedNavigation" => {
-                            if is_main_frame(&event.params) {
-                                loading.store(true, Ordering::SeqCst);
-                            }
-                        }
-                        "Page.frameStoppedLoading" | "Page.loadEventFired" => {
-                            if event.method == "Page.loadEventFired" || is_main_frame(&event.params)
-                            {
-                                loading.store(false, Ordering::SeqCst);
-                            }
-                        }
-                        "Page.javascriptDialogOpening" => {}
-                        _ => {}
-                    }
-                }
+            let event = match events.recv().await {
+                Ok(event) => event,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(_) => return,
+            };
+            if event.session_id.as_deref() != Some(session_id.as_str()) {
+                continue;
+            }
+            // The main frame of a page target has the target's id.
+            let main_frame =
+                event.params.get("frameId").and_then(Value::as_str) == Some(target_id.as_str());
+            match event.method.as_str() {
+                "Page.frameStartedLoading" | "Page.frameRequestedNavigation" if main_frame => {
+                    loading.store(true, Ordering::SeqCst);
+                }
+                "Page.frameStoppedLoading" if main_frame => loading.store(false, Ordering::SeqCst),
+                "Page.loadEventFired" => loading.store(false, Ordering::SeqCst),
+                "Page.javascriptDialogOpening" => {
+                    let kind = event
+                        .params
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("dialog")
+                        .to_owned();
+                    let message = event
+                        .params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    if let Ok(mut notices) = notices.lock() {
+                        notices.push(format!("{kind} \"{message}\" was accepted"));
+                    }
+                    let cdp = cdp.clone();
+                    let session = session_id.clone();
+                    tokio::spawn(async move {
+                        let _ = cdp
+                            .call(
+                                Some(&session),
+                                "Page.handleJavaScriptDialog",
+                                json!({ "accept": true }),
+                                CALL_TIMEOUT,
+                            )
+                            .await;
+                    });
+                }
+                _ => {}
             }
         }
     });
-}
-
-fn is_main_frame(params: &Value) -> bool {
-    // Only the main frame has no parent; Paddock enables Page events per target, and the
-    // frame ids of the main frame equal the target id, which the caller does not track here,
-    // so iframes are told apart by a frame id that is not the root's.
-    params.get("parentFrameId").is_none()
 }
 
 /// Creates a browser context with one page and applies `profile`'s emulation.
@@ -791,7 +832,16 @@ impl Device for WebDevice {
                 .await;
             let (context_id, target_id, session_id) =
                 open_page(&self.cdp, &self.profile, Orientation::Portrait).await?;
-            spawn_event_watch(&self.cdp, session_id.clone(), self.loading.clone());
+            spawn_event_watch(
+                &self.cdp,
+                session_id.clone(),
+                target_id.clone(),
+                self.loading.clone(),
+                self.notices.clone(),
+            );
+            if let Ok(mut notices) = self.notices.lock() {
+                notices.clear();
+            }
             self.loading.store(false, Ordering::SeqCst);
             let mut state = self.state.lock().await;
             state.context_id = context_id;
