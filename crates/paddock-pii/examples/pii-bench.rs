@@ -1,0 +1,358 @@
+//! `pii-bench`: default-pipeline throughput on clean prose and on secret-dense text, next to
+//! Presidio's analyzer on the same documents in the same run. Not a test: it prints numbers
+//! and ratios and asserts nothing.
+//!
+//! ```sh
+//! cargo run --release -p paddock-pii --example pii-bench -- --python /path/to/venv/bin/python
+//! ```
+//!
+//! `--python` names an interpreter with `presidio-analyzer` and `spacy` installed; without it
+//! only Paddock is measured. The corpora are generated from a fixed seed, so every run scans
+//! the same bytes.
+
+use std::io::Write;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use paddock_pii::redact_defaults;
+
+/// xorshift64*: deterministic and dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+
+    fn chars(&mut self, alphabet: &str, n: usize) -> String {
+        let bytes = alphabet.as_bytes();
+        (0..n)
+            .map(|_| char::from(bytes[self.below(bytes.len())]))
+            .collect()
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "team",
+    "shipped",
+    "a",
+    "new",
+    "release",
+    "of",
+    "our",
+    "service",
+    "after",
+    "review",
+    "and",
+    "testing",
+    "we",
+    "measured",
+    "latency",
+    "under",
+    "load",
+    "while",
+    "users",
+    "reported",
+    "that",
+    "pages",
+    "felt",
+    "faster",
+    "than",
+    "before",
+    "in",
+    "this",
+    "week",
+    "planning",
+    "meeting",
+    "everyone",
+    "agreed",
+    "to",
+    "focus",
+    "on",
+    "reliability",
+    "documentation",
+    "onboarding",
+    "for",
+    "contributors",
+    "who",
+    "join",
+    "project",
+    "later",
+    "each",
+    "change",
+    "is",
+    "reviewed",
+    "by",
+    "two",
+    "people",
+    "deployment",
+    "happens",
+    "daily",
+    "monitoring",
+    "alerts",
+    "when",
+    "errors",
+    "rise",
+    "above",
+    "threshold",
+    "customers",
+    "asked",
+    "about",
+    "pricing",
+    "plans",
+    "support",
+    "answered",
+    "quickly",
+    "with",
+    "clear",
+    "steps",
+    "the",
+    "password",
+    "reset",
+    "flow",
+    "token",
+    "budget",
+    "key",
+    "decision",
+    "was",
+    "recorded",
+    "notes",
+    "from",
+    "design",
+    "session",
+    "are",
+    "shared",
+    "widely",
+];
+
+fn prose(rng: &mut Rng, bytes: usize) -> Vec<String> {
+    let mut docs = Vec::new();
+    let mut total = 0;
+    while total < bytes {
+        let mut doc = String::with_capacity(2048);
+        while doc.len() < 2000 {
+            let words = 8 + rng.below(14);
+            for i in 0..words {
+                let word = rng.pick(WORDS);
+                if i == 0 {
+                    let mut chars = word.chars();
+                    if let Some(first) = chars.next() {
+                        doc.extend(first.to_uppercase());
+                        doc.push_str(chars.as_str());
+                    }
+                } else {
+                    doc.push(' ');
+                    doc.push_str(word);
+                }
+                // Prose has some numbers: years, counts, versions.
+                if rng.below(40) == 0 {
+                    doc.push_str(&format!(" {}", 1990 + rng.below(40)));
+                }
+            }
+            doc.push_str(rng.pick(&[". ", ". ", "! ", "? ", ".\n"]));
+        }
+        total += doc.len();
+        docs.push(doc);
+    }
+    docs
+}
+
+fn luhn_complete(body: &str) -> String {
+    let sum: u32 = body
+        .bytes()
+        .rev()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut d = u32::from(c - b'0');
+            if i % 2 == 0 {
+                d *= 2;
+                if d > 9 {
+                    d -= 9;
+                }
+            }
+            d
+        })
+        .sum();
+    format!("{body}{}", (10 - sum % 10) % 10)
+}
+
+fn secret_dense(rng: &mut Rng, bytes: usize) -> Vec<String> {
+    const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut docs = Vec::new();
+    let mut total = 0;
+    while total < bytes {
+        let mut doc = String::with_capacity(2048);
+        while doc.len() < 2000 {
+            let line = match rng.below(10) {
+                0 => format!(
+                    "Contact {}.{}@example.com for access.",
+                    rng.chars("abcdefghij", 5),
+                    rng.chars("klmnop", 4)
+                ),
+                1 => format!(
+                    "Card {} expires 04/29.",
+                    luhn_complete(&format!("4{}", rng.chars("0123456789", 14)))
+                ),
+                2 => format!(
+                    "Call +44 20 7946 0{} after five.",
+                    rng.chars("0123456789", 3)
+                ),
+                3 => format!("export GITHUB_TOKEN=ghp_{}", rng.chars(ALNUM, 36)),
+                4 => format!("Authorization: Bearer {}", rng.chars(ALNUM, 32)),
+                5 => format!(
+                    "DB_PASSWORD={} and url postgres://app:{}@db:5432/x",
+                    rng.chars(ALNUM, 12),
+                    rng.chars(ALNUM, 10)
+                ),
+                6 => "SSN: 078-05-1120 on the form, order 100234567.".to_owned(),
+                7 => format!(
+                    "key AKIA{} in region eu-west-1",
+                    rng.chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
+                ),
+                8 => format!(
+                    "ring (415) 555-{} or mail ops@corp.example.org",
+                    rng.chars("0123456789", 4)
+                ),
+                _ => "The deploy at 2024-03-15T14:22:31Z used build 1.24.3 on 10.0.0.1.".to_owned(),
+            };
+            doc.push_str(&line);
+            doc.push('\n');
+        }
+        total += doc.len();
+        docs.push(doc);
+    }
+    docs
+}
+
+/// Runs the default pipeline over `docs` repeatedly for at least `min` and returns MB/s
+/// (10^6 bytes per second).
+fn measure(docs: &[String], min: Duration) -> (f64, usize) {
+    let bytes: usize = docs.iter().map(String::len).sum();
+    let mut triggered = 0;
+    for doc in docs {
+        triggered += redact_defaults(doc).triggered_filters.len();
+    }
+    let start = Instant::now();
+    let mut passes = 0u32;
+    while start.elapsed() < min {
+        for doc in docs {
+            std::hint::black_box(redact_defaults(std::hint::black_box(doc)));
+        }
+        passes += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    (bytes as f64 * f64::from(passes) / seconds / 1e6, triggered)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut python = None;
+    let mut seconds = 3u64;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--python" => python = args.next(),
+            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(3),
+            other => {
+                eprintln!(
+                    "unknown argument `{other}`; usage: pii-bench [--python PATH] [--seconds N]"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    let clean = prose(&mut rng, 512 * 1024);
+    let dense = secret_dense(&mut rng, 256 * 1024);
+    let min = Duration::from_secs(seconds);
+    let (clean_mbps, clean_hits) = measure(&clean, min);
+    let (dense_mbps, dense_hits) = measure(&dense, min);
+    println!("paddock-pii default pipeline, one thread:");
+    println!(
+        "  clean prose   {:>9.1} MB/s  ({} docs, {} bytes, {clean_hits} filter hits)",
+        clean_mbps,
+        clean.len(),
+        clean.iter().map(String::len).sum::<usize>()
+    );
+    println!(
+        "  secret-dense  {:>9.1} MB/s  ({} docs, {} bytes, {dense_hits} filter hits)",
+        dense_mbps,
+        dense.len(),
+        dense.iter().map(String::len).sum::<usize>()
+    );
+    let Some(python) = python else {
+        println!("(pass --python PATH to compare with Presidio)");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("pii-bench-{}", std::process::id()));
+    if let Err(error) = std::fs::create_dir_all(&dir) {
+        eprintln!("cannot create `{}`: {error}", dir.display());
+        std::process::exit(1);
+    }
+    let docs_path = dir.join("docs.json");
+    let script_path = dir.join("presidio.py");
+    let json = serde_json::json!({ "clean": clean, "dense": dense });
+    let written = std::fs::File::create(&docs_path)
+        .and_then(|mut f| f.write_all(json.to_string().as_bytes()))
+        .and_then(|()| std::fs::write(&script_path, include_str!("pii_bench_presidio.py")));
+    if let Err(error) = written {
+        eprintln!("cannot write the benchmark files: {error}");
+        std::process::exit(1);
+    }
+    let output = Command::new(&python)
+        .arg(&script_path)
+        .arg(&docs_path)
+        .arg(dir.join("spacy-en"))
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = match output {
+        Ok(output) if output.status.success() => output,
+        Ok(output) => {
+            eprintln!(
+                "`{python}` failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::process::exit(1);
+        }
+        Err(error) => {
+            eprintln!("cannot run `{python}`: {error}");
+            std::process::exit(1);
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let Some(result) = stdout
+        .lines()
+        .last()
+        .and_then(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    else {
+        eprintln!("unexpected output from the Presidio script: {stdout}");
+        std::process::exit(1);
+    };
+    println!("Presidio analyzer (SlimSpacyNlpEngine, blank English pipeline), same documents:");
+    for (name, ours) in [("clean", clean_mbps), ("dense", dense_mbps)] {
+        let bytes = result[name]["bytes"].as_f64().unwrap_or(0.0);
+        let secs = result[name]["seconds"].as_f64().unwrap_or(f64::NAN);
+        let theirs = bytes / secs / 1e6;
+        let label = if name == "clean" {
+            "clean prose"
+        } else {
+            "secret-dense"
+        };
+        println!(
+            "  {label:<12}  {theirs:>9.3} MB/s  ({} entities)   paddock is {:.0}x faster",
+            result[name]["entities"],
+            ours / theirs
+        );
+    }
+}
