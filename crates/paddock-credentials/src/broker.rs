@@ -1,0 +1,757 @@
+//! The broker: mints per-launch vouchers, keeps them only as digests, revokes them, and runs
+//! one loopback proxy listener per upstream. It is the only object a host needs.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine as _;
+use paddock_client::SecretString;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::capability::Capabilities;
+use crate::config::{CredentialBrokerConfig, Upstream, Validated};
+use crate::error::CredentialError;
+use crate::proxy;
+
+/// The variable that tells a launch where the proxy is.
+pub const PROXY_URL_VAR: &str = "PADDOCK_PROXY_URL";
+/// The variable that tells a launch which file holds its voucher.
+pub const PROXY_TOKEN_FILE_VAR: &str = "PADDOCK_PROXY_TOKEN_FILE";
+
+/// A freshly minted voucher. The secret is redacted in `Debug`; the file holds it too.
+#[derive(Debug, Clone)]
+pub struct Voucher {
+    /// The public id (`v-` and 12 hex digits): safe to log, list and revoke by.
+    pub id: String,
+    pub launch: String,
+    /// The 0600 file in the launch's directory that holds the voucher.
+    pub file: PathBuf,
+    pub capabilities: Capabilities,
+    secret: SecretString,
+}
+
+impl Voucher {
+    /// The voucher itself (`vch_…`). Every caller hands it to exactly one launch.
+    pub fn expose_secret(&self) -> &str {
+        self.secret.expose_secret()
+    }
+
+    pub fn secret(&self) -> &SecretString {
+        &self.secret
+    }
+}
+
+/// What `list` shows about a live voucher: never its value.
+#[derive(Debug, Clone)]
+pub struct VoucherInfo {
+    pub id: String,
+    pub launch: String,
+    pub capabilities: Capabilities,
+    pub minted_at: SystemTime,
+    pub age: Duration,
+}
+
+/// A live voucher as the proxy sees it.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub id: String,
+    pub launch: String,
+    pub capabilities: Capabilities,
+    /// Cancelled on revocation (and on broker shutdown, as a child of its token): requests in
+    /// flight and open response streams end when it fires.
+    pub revoked: CancellationToken,
+    digest: [u8; 32],
+    file: PathBuf,
+    minted_at: SystemTime,
+    minted: Instant,
+}
+
+impl Entry {
+    fn info(&self) -> VoucherInfo {
+        VoucherInfo {
+            id: self.id.clone(),
+            launch: self.launch.clone(),
+            capabilities: self.capabilities.clone(),
+            minted_at: self.minted_at,
+            age: self.minted.elapsed(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    by_digest: HashMap<[u8; 32], Arc<Entry>>,
+    by_id: HashMap<String, [u8; 32]>,
+}
+
+/// State shared by the broker handle and the proxy tasks.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Validated,
+    pub client: proxy::UpstreamClient,
+    pub shutdown: CancellationToken,
+    registry: RwLock<Registry>,
+}
+
+impl Shared {
+    /// The live entry for a presented voucher, if any.
+    ///
+    /// Only SHA-256 digests are stored. The map lookup's timing depends on the digest of the
+    /// candidate, which tells an attacker nothing about any stored voucher; the final
+    /// comparison is constant-time anyway, so the check never short-circuits on voucher bytes.
+    pub fn authenticate(&self, candidate: &[u8]) -> Option<Arc<Entry>> {
+        let digest: [u8; 32] = Sha256::digest(candidate).into();
+        let registry = self.registry.read().unwrap_or_else(PoisonError::into_inner);
+        let entry = registry.by_digest.get(&digest)?;
+        let matches: bool = entry.digest.ct_eq(&digest).into();
+        (matches && !entry.revoked.is_cancelled()).then(|| entry.clone())
+    }
+}
+
+/// Mints, lists and revokes vouchers, and proxies requests that carry them. Cheap to clone;
+/// the proxy stops when the last clone is dropped or on [`CredentialBroker::shutdown`].
+#[derive(Clone)]
+pub struct CredentialBroker {
+    shared: Arc<Shared>,
+    running: Arc<Running>,
+}
+
+/// Stops the listeners when the last broker handle goes.
+struct Running {
+    listeners: Vec<(String, SocketAddr)>,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl fmt::Debug for CredentialBroker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CredentialBroker")
+            .field("listeners", &self.running.listeners)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CredentialBroker {
+    /// Validates `config` and starts one proxy listener on 127.0.0.1 (a random port) for each
+    /// upstream. With no upstreams it listens nowhere and can still list and revoke.
+    pub async fn start(config: CredentialBrokerConfig) -> Result<Self, CredentialError> {
+        let config = config.validate()?;
+        let shutdown = CancellationToken::new();
+        let client = proxy::upstream_client(&config.timeouts);
+        let shared = Arc::new(Shared {
+            config,
+            client,
+            shutdown: shutdown.clone(),
+            registry: RwLock::new(Registry::default()),
+        });
+        // Dropped on an early return, this cancels the listeners already started.
+        let mut running = Running {
+            listeners: Vec::new(),
+            shutdown,
+        };
+        for upstream in &shared.config.upstreams {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+                .await
+                .map_err(|source| CredentialError::Bind {
+                    upstream: upstream.name.clone(),
+                    source,
+                })?;
+            let address = listener
+                .local_addr()
+                .map_err(|source| CredentialError::Bind {
+                    upstream: upstream.name.clone(),
+                    source,
+                })?;
+            info!(upstream = %upstream.name, %address, "credential proxy listening");
+            running.listeners.push((upstream.name.clone(), address));
+            tokio::spawn(proxy::serve(
+                listener,
+                shared.clone(),
+                upstream.clone(),
+                address.port(),
+            ));
+        }
+        Ok(Self {
+            shared,
+            running: Arc::new(running),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>` of the listener for `upstream`.
+    pub fn proxy_url(&self, upstream: &str) -> Option<String> {
+        self.running
+            .listeners
+            .iter()
+            .find(|(name, _)| name == upstream)
+            .map(|(_, address)| format!("http://{address}"))
+    }
+
+    /// The configured upstream names, in configuration order.
+    pub fn upstreams(&self) -> Vec<String> {
+        self.running
+            .listeners
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Mints a voucher for `launch` with `capabilities` and writes it to a new 0600 file in
+    /// `dir` (created 0700 if missing). Every grant must name a configured upstream.
+    pub fn mint_for_launch(
+        &self,
+        launch: &str,
+        capabilities: Capabilities,
+        dir: &Path,
+    ) -> Result<Voucher, CredentialError> {
+        if self.shared.shutdown.is_cancelled() {
+            return Err(CredentialError::ShutDown);
+        }
+        check_launch_id(launch)?;
+        if capabilities.is_empty() {
+            return Err(CredentialError::NoGrants {
+                launch: launch.to_owned(),
+            });
+        }
+        for grant in capabilities.grants() {
+            self.upstream(grant.upstream())?;
+        }
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|error| CredentialError::Random(error.to_string()))?;
+        let secret = SecretString::new(format!(
+            "{}{}",
+            self.shared.config.voucher_prefix,
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        ));
+        let digest: [u8; 32] = Sha256::digest(secret.expose_secret().as_bytes()).into();
+        let id = self.fresh_id()?;
+        let file = dir.join(format!("voucher-{id}"));
+        write_private(&file, secret.expose_secret().as_bytes())?;
+        let entry = Arc::new(Entry {
+            id: id.clone(),
+            launch: launch.to_owned(),
+            capabilities: capabilities.clone(),
+            revoked: self.shared.shutdown.child_token(),
+            digest,
+            file: file.clone(),
+            minted_at: SystemTime::now(),
+            minted: Instant::now(),
+        });
+        {
+            let mut registry = self
+                .shared
+                .registry
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            registry.by_id.insert(id.clone(), digest);
+            registry.by_digest.insert(digest, entry);
+        }
+        info!(voucher = %id, launch, grants = capabilities.grants().len(), "voucher minted");
+        Ok(Voucher {
+            id,
+            launch: launch.to_owned(),
+            file,
+            capabilities,
+            secret,
+        })
+    }
+
+    /// Revokes voucher `id`: the next request with it gets 401, its open streams are cut and
+    /// its file is removed.
+    pub fn revoke(&self, id: &str) -> Result<VoucherInfo, CredentialError> {
+        let entry = {
+            let mut registry = self
+                .shared
+                .registry
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let digest = registry
+                .by_id
+                .remove(id)
+                .ok_or_else(|| CredentialError::UnknownVoucher { id: id.to_owned() })?;
+            registry.by_digest.remove(&digest)
+        }
+        .ok_or_else(|| CredentialError::UnknownVoucher { id: id.to_owned() })?;
+        entry.revoked.cancel();
+        match std::fs::remove_file(&entry.file) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                warn!(%error, path = %entry.file.display(), "could not remove a revoked voucher's file");
+            }
+        }
+        info!(voucher = %entry.id, launch = %entry.launch, "voucher revoked");
+        Ok(entry.info())
+    }
+
+    /// Revokes every voucher of `launch`; returns what was revoked (possibly nothing).
+    pub fn revoke_launch(&self, launch: &str) -> Vec<VoucherInfo> {
+        let ids: Vec<String> = self
+            .list()
+            .into_iter()
+            .filter(|info| info.launch == launch)
+            .map(|info| info.id)
+            .collect();
+        ids.iter().filter_map(|id| self.revoke(id).ok()).collect()
+    }
+
+    /// The live vouchers, oldest first.
+    pub fn list(&self) -> Vec<VoucherInfo> {
+        let registry = self
+            .shared
+            .registry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut infos: Vec<VoucherInfo> = registry
+            .by_digest
+            .values()
+            .map(|entry| entry.info())
+            .collect();
+        infos.sort_by_key(|info| std::cmp::Reverse(info.age));
+        infos
+    }
+
+    /// Stops the listeners, cuts every open stream and refuses further mints. Idempotent.
+    pub fn shutdown(&self) {
+        if !self.shared.shutdown.is_cancelled() {
+            debug!("credential broker shutting down");
+        }
+        self.shared.shutdown.cancel();
+    }
+
+    /// The environment a launch needs to reach its upstreams through the proxy with `voucher`
+    /// and nothing else: [`PROXY_URL_VAR`] (the listener of `spec.proxy_upstream`),
+    /// [`PROXY_TOKEN_FILE_VAR`] (the voucher file), and for each [`VendorEnv`] its base-URL
+    /// variable and its key variable (the voucher itself, for CLIs that read a key from the
+    /// environment). Fails if the voucher was revoked or lacks a grant for a named upstream:
+    /// there is no fallback that would hand a launch a real key.
+    pub fn launch_env(
+        &self,
+        voucher: &Voucher,
+        spec: &LaunchEnvSpec,
+    ) -> Result<LaunchEnv, CredentialError> {
+        let live = self
+            .shared
+            .registry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .by_id
+            .contains_key(&voucher.id);
+        if !live {
+            return Err(CredentialError::UnknownVoucher {
+                id: voucher.id.clone(),
+            });
+        }
+        let url_for = |upstream: &str| -> Result<String, CredentialError> {
+            self.upstream(upstream)?;
+            if !voucher.capabilities.covers_upstream(upstream) {
+                return Err(CredentialError::NotGranted {
+                    voucher: voucher.id.clone(),
+                    upstream: upstream.to_owned(),
+                });
+            }
+            self.proxy_url(upstream).ok_or(CredentialError::ShutDown)
+        };
+        let mut env = LaunchEnv::default();
+        env.push(
+            PROXY_URL_VAR,
+            EnvValue::Plain(url_for(&spec.proxy_upstream)?),
+        )?;
+        env.push(
+            PROXY_TOKEN_FILE_VAR,
+            EnvValue::Plain(voucher.file.display().to_string()),
+        )?;
+        for vendor in &spec.vendors {
+            let url = url_for(&vendor.upstream)?;
+            if let Some(name) = &vendor.base_url_var {
+                env.push(name, EnvValue::Plain(format!("{url}{}", vendor.base_path)))?;
+            }
+            if let Some(name) = &vendor.key_var {
+                env.push(name, EnvValue::Secret(voucher.secret.clone()))?;
+            }
+        }
+        Ok(env)
+    }
+
+    fn upstream(&self, name: &str) -> Result<&Arc<Upstream>, CredentialError> {
+        self.shared
+            .config
+            .upstreams
+            .iter()
+            .find(|upstream| upstream.name == name)
+            .ok_or_else(|| CredentialError::UnknownUpstream {
+                name: name.to_owned(),
+                known: known_list(&self.shared.config.upstreams),
+            })
+    }
+
+    fn fresh_id(&self) -> Result<String, CredentialError> {
+        loop {
+            let mut bytes = [0u8; 6];
+            getrandom::fill(&mut bytes)
+                .map_err(|error| CredentialError::Random(error.to_string()))?;
+            let id = format!(
+                "v-{}",
+                bytes
+                    .iter()
+                    .map(|byte| format!("{byte:02x}"))
+                    .collect::<String>()
+            );
+            let taken = self
+                .shared
+                .registry
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .by_id
+                .contains_key(&id);
+            if !taken {
+                return Ok(id);
+            }
+        }
+    }
+}
+
+fn known_list(upstreams: &[Arc<Upstream>]) -> String {
+    if upstreams.is_empty() {
+        return "none".to_owned();
+    }
+    upstreams
+        .iter()
+        .map(|upstream| format!("`{}`", upstream.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Launch ids become the `X-Agent-Id` header and part of file names: plain words only.
+fn check_launch_id(launch: &str) -> Result<(), CredentialError> {
+    let ok = (1..=128).contains(&launch.len())
+        && !launch.starts_with('.')
+        && launch
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte));
+    if ok {
+        Ok(())
+    } else {
+        Err(CredentialError::InvalidLaunchId {
+            launch: launch.to_owned(),
+        })
+    }
+}
+
+/// Creates `path` with mode 0600 from the first byte (`create_new` refuses an existing file or
+/// a planted symlink), creating its directory 0700 if needed.
+fn write_private(path: &Path, contents: &[u8]) -> Result<(), CredentialError> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+
+    let failed = |source| CredentialError::VoucherFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(failed)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(failed)?;
+    if let Err(error) = file.write_all(contents).and_then(|()| file.sync_all()) {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(failed(error));
+    }
+    Ok(())
+}
+
+/// Which variables a launch gets; see [`CredentialBroker::launch_env`].
+#[derive(Debug, Clone)]
+pub struct LaunchEnvSpec {
+    /// The upstream whose listener becomes [`PROXY_URL_VAR`] (Paddock's own MCP, for the
+    /// `paddock` command inside a session).
+    pub proxy_upstream: String,
+    pub vendors: Vec<VendorEnv>,
+}
+
+/// How one vendor CLI finds its model API: a base-URL variable pointed at the proxy and a
+/// key variable that holds the voucher.
+#[derive(Debug, Clone)]
+pub struct VendorEnv {
+    pub upstream: String,
+    pub base_url_var: Option<String>,
+    /// Appended to the proxy URL in the base-URL variable (`/v1` for OpenAI-style clients).
+    pub base_path: String,
+    pub key_var: Option<String>,
+}
+
+impl VendorEnv {
+    /// Claude Code: `ANTHROPIC_BASE_URL` = the proxy, `ANTHROPIC_API_KEY` = the voucher (it
+    /// arrives as `x-api-key`, which the proxy strips and replaces).
+    pub fn claude_code(upstream: &str) -> Self {
+        Self {
+            upstream: upstream.to_owned(),
+            base_url_var: Some("ANTHROPIC_BASE_URL".to_owned()),
+            base_path: String::new(),
+            key_var: Some("ANTHROPIC_API_KEY".to_owned()),
+        }
+    }
+
+    /// OpenAI-style clients: `OPENAI_BASE_URL` = the proxy + `/v1`, `OPENAI_API_KEY` = the
+    /// voucher.
+    pub fn openai(upstream: &str) -> Self {
+        Self {
+            upstream: upstream.to_owned(),
+            base_url_var: Some("OPENAI_BASE_URL".to_owned()),
+            base_path: "/v1".to_owned(),
+            key_var: Some("OPENAI_API_KEY".to_owned()),
+        }
+    }
+}
+
+#[derive(Clone)]
+enum EnvValue {
+    Plain(String),
+    Secret(SecretString),
+}
+
+/// Environment variables for one launch. `Debug` shows secret values as `[redacted]`; the raw
+/// pairs come only from [`LaunchEnv::expose_vars`].
+#[derive(Clone, Default)]
+pub struct LaunchEnv {
+    vars: Vec<(String, EnvValue)>,
+}
+
+impl LaunchEnv {
+    fn push(&mut self, name: &str, value: EnvValue) -> Result<(), CredentialError> {
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Err(CredentialError::InvalidEnvVar {
+                name: name.to_owned(),
+            });
+        }
+        if self.vars.iter().any(|(existing, _)| existing == name) {
+            return Err(CredentialError::DuplicateEnvVar {
+                name: name.to_owned(),
+            });
+        }
+        self.vars.push((name.to_owned(), value));
+        Ok(())
+    }
+
+    /// The variable names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.vars.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// A non-secret variable's value (`None` for the voucher variables).
+    pub fn plain(&self, name: &str) -> Option<&str> {
+        self.vars.iter().find_map(|(existing, value)| match value {
+            EnvValue::Plain(text) if existing == name => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The pairs with raw values, for a child's environment. Contains the voucher.
+    pub fn expose_vars(&self) -> Vec<(OsString, OsString)> {
+        self.vars
+            .iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    EnvValue::Plain(text) => text.clone(),
+                    EnvValue::Secret(secret) => secret.expose_secret().to_owned(),
+                };
+                (OsString::from(name), OsString::from(value))
+            })
+            .collect()
+    }
+}
+
+impl fmt::Debug for LaunchEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (name, value) in &self.vars {
+            match value {
+                EnvValue::Plain(text) => map.entry(name, text),
+                EnvValue::Secret(_) => map.entry(name, &"[redacted]"),
+            };
+        }
+        map.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::capability::Grant;
+    use crate::config::UpstreamConfig;
+
+    async fn broker() -> CredentialBroker {
+        CredentialBroker::start(CredentialBrokerConfig {
+            upstreams: vec![UpstreamConfig {
+                name: "api".into(),
+                url: "http://127.0.0.1:9".into(),
+                credential: SecretString::new("sk-real-key"),
+                header: "x-api-key".into(),
+                scheme: None,
+            }],
+            ..CredentialBrokerConfig::default()
+        })
+        .await
+        .unwrap()
+    }
+
+    fn caps() -> Capabilities {
+        Capabilities::new([Grant::parse("api", "POST /v1/messages").unwrap()])
+    }
+
+    #[tokio::test]
+    async fn vouchers_are_prefixed_256_bit_base64url_in_private_files() {
+        let broker = broker().await;
+        let dir = tempfile::tempdir().unwrap();
+        let launch_dir = dir.path().join("launch-1");
+        let voucher = broker
+            .mint_for_launch("launch-1", caps(), &launch_dir)
+            .unwrap();
+        let secret = voucher.expose_secret();
+        let body = secret.strip_prefix("vch_").unwrap();
+        assert_eq!(body.len(), 43);
+        assert!(
+            body.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+        assert_eq!(std::fs::read_to_string(&voucher.file).unwrap(), secret);
+        let mode = std::fs::metadata(&voucher.file)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(&launch_dir).unwrap().permissions().mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        assert!(!format!("{voucher:?}").contains(body));
+        // Two mints never share a value or an id.
+        let other = broker
+            .mint_for_launch("launch-1", caps(), &launch_dir)
+            .unwrap();
+        assert_ne!(other.expose_secret(), secret);
+        assert_ne!(other.id, voucher.id);
+    }
+
+    #[tokio::test]
+    async fn revoking_one_or_a_launch() {
+        let broker = broker().await;
+        let dir = tempfile::tempdir().unwrap();
+        let a1 = broker.mint_for_launch("a", caps(), dir.path()).unwrap();
+        let a2 = broker.mint_for_launch("a", caps(), dir.path()).unwrap();
+        let b = broker.mint_for_launch("b", caps(), dir.path()).unwrap();
+        assert_eq!(broker.list().len(), 3);
+        assert!(
+            broker
+                .shared
+                .authenticate(a1.expose_secret().as_bytes())
+                .is_some()
+        );
+
+        let info = broker.revoke(&a1.id).unwrap();
+        assert_eq!(info.launch, "a");
+        assert!(!a1.file.exists());
+        assert!(
+            broker
+                .shared
+                .authenticate(a1.expose_secret().as_bytes())
+                .is_none()
+        );
+        assert!(broker.revoke(&a1.id).unwrap_err().is_unknown_voucher());
+
+        let revoked = broker.revoke_launch("a");
+        assert_eq!(revoked.len(), 1);
+        assert_eq!(revoked[0].id, a2.id);
+        let left: Vec<String> = broker.list().into_iter().map(|info| info.id).collect();
+        assert_eq!(left, vec![b.id.clone()]);
+    }
+
+    #[tokio::test]
+    async fn minting_checks_its_inputs() {
+        let broker = broker().await;
+        let dir = tempfile::tempdir().unwrap();
+        for launch in ["", "../x", "a b", ".hidden"] {
+            let error = broker
+                .mint_for_launch(launch, caps(), dir.path())
+                .unwrap_err();
+            assert!(error.is_invalid_input(), "{launch:?}");
+        }
+        let error = broker
+            .mint_for_launch("l", Capabilities::default(), dir.path())
+            .unwrap_err();
+        assert!(matches!(error, CredentialError::NoGrants { .. }));
+        let elsewhere = Capabilities::new([Grant::parse("other", "GET /").unwrap()]);
+        let error = broker
+            .mint_for_launch("l", elsewhere, dir.path())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown upstream `other`; configured upstreams: `api`"
+        );
+        broker.shutdown();
+        assert!(matches!(
+            broker.mint_for_launch("l", caps(), dir.path()),
+            Err(CredentialError::ShutDown)
+        ));
+    }
+
+    #[tokio::test]
+    async fn launch_env_points_at_the_proxy_and_redacts_the_voucher() {
+        let broker = broker().await;
+        let dir = tempfile::tempdir().unwrap();
+        let voucher = broker.mint_for_launch("l", caps(), dir.path()).unwrap();
+        let spec = LaunchEnvSpec {
+            proxy_upstream: "api".into(),
+            vendors: vec![VendorEnv::claude_code("api")],
+        };
+        let env = broker.launch_env(&voucher, &spec).unwrap();
+        let url = broker.proxy_url("api").unwrap();
+        assert_eq!(env.plain(PROXY_URL_VAR), Some(url.as_str()));
+        assert_eq!(env.plain("ANTHROPIC_BASE_URL"), Some(url.as_str()));
+        assert_eq!(
+            env.plain(PROXY_TOKEN_FILE_VAR),
+            Some(voucher.file.display().to_string().as_str())
+        );
+        assert_eq!(env.plain("ANTHROPIC_API_KEY"), None);
+        assert!(!format!("{env:?}").contains(voucher.expose_secret()));
+        let vars = env.expose_vars();
+        assert!(vars.contains(&("ANTHROPIC_API_KEY".into(), voucher.expose_secret().into())));
+        assert!(
+            !vars
+                .iter()
+                .any(|(_, value)| value.to_string_lossy().contains("sk-real-key"))
+        );
+
+        broker.revoke(&voucher.id).unwrap();
+        assert!(
+            broker
+                .launch_env(&voucher, &spec)
+                .unwrap_err()
+                .is_unknown_voucher()
+        );
+    }
+}

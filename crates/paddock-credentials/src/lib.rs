@@ -1,0 +1,39 @@
+//! Credential isolation for agents (spec 004, "Credentials (zero-trust isolation)").
+//!
+//! An agent, and every tool and package it runs, can read its environment, so it never gets a
+//! real key. The host starts a [`CredentialBroker`] with the upstreams it may reach and the
+//! credential for each ([`CredentialBrokerConfig`]); the broker runs one key-swapping proxy
+//! listener on 127.0.0.1 per upstream and mints per-launch vouchers (`vch_` + 256 random bits,
+//! base64url) scoped by [`Capabilities`] into 0600 files. The agent sends its voucher to the
+//! proxy; the proxy checks it in constant time, checks the request against the capabilities,
+//! strips the agent's credentials, swaps in the host's under the configured header and scheme,
+//! stamps `X-Agent-Id`, `X-Client` and `X-Agent-Active-Capabilities`, and forwards, streaming
+//! both bodies. A voucher is revocable alone or with its launch; revocation also cuts the
+//! responses it is streaming.
+//!
+//! Key tiers: the machine's master key (read by [`KeySource`] from an environment variable, a
+//! 0600 file or a keychain — never argv) stays with the host; the per-agent runner credential
+//! is what the proxy swaps in ([`UpstreamConfig::credential`]); the voucher is all the agent
+//! holds. The broker never writes a key anywhere.
+//!
+//! This crate knows nothing of MCP, the daemon or the CLI. Launching an agent with a voucher:
+//! [`CredentialBroker::mint_for_launch`], then [`CredentialBroker::launch_env`] for the
+//! variables to put in the child's environment.
+
+mod broker;
+mod capability;
+mod config;
+mod error;
+mod guard;
+mod key;
+mod proxy;
+
+pub use broker::{
+    CredentialBroker, LaunchEnv, LaunchEnvSpec, PROXY_TOKEN_FILE_VAR, PROXY_URL_VAR, VendorEnv,
+    Voucher, VoucherInfo,
+};
+pub use capability::{Capabilities, Grant};
+pub use config::{CredentialBrokerConfig, ProxyTimeouts, UpstreamConfig};
+pub use error::CredentialError;
+pub use key::{KeyError, KeySource};
+pub use proxy::{X_AGENT_ACTIVE_CAPABILITIES, X_AGENT_ID, X_CLIENT};

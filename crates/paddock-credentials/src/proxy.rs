@@ -1,0 +1,520 @@
+//! The key-swapping proxy: one HTTP/1.1 listener on 127.0.0.1 per upstream. Each request is
+//! checked in this order — target form and Host, path, voucher (401), capabilities (403) — then
+//! its credentials are stripped, the host's credential and the stamps are added, and it is
+//! forwarded with both bodies streamed frame by frame. Revoking the voucher ends requests and
+//! response streams in flight.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::BodyExt as _;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio_util::sync::WaitForCancellationFutureOwned;
+use tracing::{debug, trace, warn};
+
+use crate::broker::{Entry, Shared};
+use crate::config::{ProxyTimeouts, Upstream, is_hop_by_hop};
+use crate::guard;
+
+/// The agent's identity (its launch id), as the upstream sees it.
+pub const X_AGENT_ID: HeaderName = HeaderName::from_static("x-agent-id");
+/// The host's client name.
+pub const X_CLIENT: HeaderName = HeaderName::from_static("x-client");
+/// The voucher's grants for this upstream: `POST /v1/messages, GET /v1/models`.
+pub const X_AGENT_ACTIVE_CAPABILITIES: HeaderName =
+    HeaderName::from_static("x-agent-active-capabilities");
+const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+pub(crate) type UpstreamClient = Client<HttpConnector, Incoming>;
+
+/// One pooled HTTP/1.1 client for every upstream: keep-alive connections are what keep the
+/// added latency small.
+pub(crate) fn upstream_client(timeouts: &ProxyTimeouts) -> UpstreamClient {
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(timeouts.connect));
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build(connector)
+}
+
+/// Accepts connections for `upstream` until the broker shuts down.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    upstream: Arc<Upstream>,
+    port: u16,
+) {
+    loop {
+        let accepted = tokio::select! {
+            () = shared.shutdown.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(connection(stream, shared.clone(), upstream.clone(), port));
+            }
+            Err(error) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                warn!(%error, upstream = %upstream.name, "credential proxy accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn connection(
+    stream: tokio::net::TcpStream,
+    shared: Arc<Shared>,
+    upstream: Arc<Upstream>,
+    port: u16,
+) {
+    let shutdown = shared.shutdown.clone();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(shared.config.timeouts.request_head)
+        // The head limit is enforced on a complete head; the buffer limit stops a client that
+        // never finishes one from growing the buffer past the same size.
+        .max_header_size(shared.config.max_header_bytes)
+        .max_buf_size(shared.config.max_header_bytes)
+        .max_headers(shared.config.max_headers);
+    let service = hyper::service::service_fn(move |request| {
+        let shared = shared.clone();
+        let upstream = upstream.clone();
+        async move { Ok::<_, Infallible>(handle(request, &shared, &upstream, port).await) }
+    });
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        result = connection => {
+            if let Err(error) = result {
+                trace!(%error, "credential proxy connection ended with an error");
+            }
+        }
+        () = shutdown.cancelled() => {}
+    }
+}
+
+async fn handle(
+    request: Request<Incoming>,
+    shared: &Shared,
+    upstream: &Upstream,
+    port: u16,
+) -> Response<ProxyBody> {
+    let method = request.method().clone();
+    // Only the path is logged: queries can carry secrets of their own.
+    let path = request.uri().path().to_owned();
+    if let Err(refusal) = guard::check_target(&method, request.uri(), request.headers(), port) {
+        debug!(upstream = %upstream.name, %method, ?refusal, "request refused");
+        let status = match refusal {
+            guard::Refusal::Connect => StatusCode::METHOD_NOT_ALLOWED,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        return error(status, refusal.kind(), refusal.message());
+    }
+    let entry = match presented_voucher(request.headers(), upstream) {
+        Err(Conflict) => {
+            debug!(upstream = %upstream.name, %method, %path, "conflicting credentials");
+            return error(
+                StatusCode::BAD_REQUEST,
+                "conflicting_credentials",
+                "the request carries different credentials in its headers; send the voucher once",
+            );
+        }
+        Ok(None) => {
+            debug!(upstream = %upstream.name, %method, %path, "no voucher presented");
+            return error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_local_agent_proxy_token",
+                "invalid local agent proxy token: the request carries no voucher (send it as `Authorization: Bearer <voucher>` or `x-api-key`)",
+            );
+        }
+        Ok(Some(candidate)) => match shared.authenticate(candidate) {
+            Some(entry) => entry,
+            None => {
+                debug!(upstream = %upstream.name, %method, %path, "unknown or revoked voucher");
+                return error(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_local_agent_proxy_token",
+                    "invalid local agent proxy token: the voucher is unknown or has been revoked",
+                );
+            }
+        },
+    };
+    if !entry.capabilities.allows(&upstream.name, &method, &path) {
+        debug!(voucher = %entry.id, upstream = %upstream.name, %method, %path, "outside capabilities");
+        let message = format!(
+            "voucher `{}` may not `{method} {path}` on upstream `{}`; it allows: {}",
+            entry.id,
+            upstream.name,
+            non_empty(entry.capabilities.header_value(&upstream.name))
+        );
+        return error(StatusCode::FORBIDDEN, "capability_denied", &message);
+    }
+    forward(request, shared, upstream, &entry, &path).await
+}
+
+async fn forward(
+    request: Request<Incoming>,
+    shared: &Shared,
+    upstream: &Upstream,
+    entry: &Arc<Entry>,
+    path: &str,
+) -> Response<ProxyBody> {
+    let method = request.method().clone();
+    let (mut parts, body) = request.into_parts();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |value| value.as_str());
+    let Ok(uri) = format!(
+        "http://{}{}{}",
+        upstream.authority, upstream.base_path, path_and_query
+    )
+    .parse::<Uri>() else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_target",
+            "the request target cannot be forwarded",
+        );
+    };
+    let mut headers = std::mem::take(&mut parts.headers);
+    strip_request_headers(&mut headers, upstream);
+    headers.insert(upstream.header.clone(), upstream.value.clone());
+    headers.insert(X_CLIENT, shared.config.client_name.clone());
+    // Launch ids and grants were validated to header-safe characters when minted.
+    match (
+        HeaderValue::from_str(&entry.launch),
+        HeaderValue::from_str(&entry.capabilities.header_value(&upstream.name)),
+    ) {
+        (Ok(agent), Ok(capabilities)) => {
+            headers.insert(X_AGENT_ID, agent);
+            headers.insert(X_AGENT_ACTIVE_CAPABILITIES, capabilities);
+        }
+        _ => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the voucher's stamps are not header-safe",
+            );
+        }
+    }
+    parts.uri = uri;
+    parts.headers = headers;
+    parts.version = http::Version::HTTP_11;
+    let outgoing = Request::from_parts(parts, body);
+
+    let timeouts = shared.config.timeouts;
+    let sent = tokio::select! {
+        biased;
+        () = entry.revoked.cancelled() => {
+            debug!(voucher = %entry.id, "voucher revoked while waiting for the upstream");
+            return error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_local_agent_proxy_token",
+                "invalid local agent proxy token: the voucher was revoked",
+            );
+        }
+        sent = tokio::time::timeout(timeouts.response_head, shared.client.request(outgoing)) => sent,
+    };
+    let response = match sent {
+        Ok(Ok(response)) => response,
+        Ok(Err(failure)) => {
+            let detail = error_chain(&failure);
+            debug!(upstream = %upstream.name, %method, %path, %detail, "upstream failed");
+            let message = if failure.is_connect() {
+                format!(
+                    "upstream `{}` at `{}` is unreachable: {detail}",
+                    upstream.name, upstream.url
+                )
+            } else {
+                format!(
+                    "upstream `{}` at `{}` failed: {detail}",
+                    upstream.name, upstream.url
+                )
+            };
+            return error(StatusCode::BAD_GATEWAY, "upstream_unavailable", &message);
+        }
+        Err(_) => {
+            debug!(upstream = %upstream.name, %method, %path, "upstream response head timed out");
+            let message = format!(
+                "upstream `{}` at `{}` sent no response within {:?}",
+                upstream.name, upstream.url, timeouts.response_head
+            );
+            return error(StatusCode::GATEWAY_TIMEOUT, "upstream_timeout", &message);
+        }
+    };
+    let (mut parts, body) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    debug!(
+        voucher = %entry.id,
+        launch = %entry.launch,
+        upstream = %upstream.name,
+        %method,
+        %path,
+        status = parts.status.as_u16(),
+        "proxied"
+    );
+    let body = GuardedBody {
+        inner: body,
+        revoked: Box::pin(entry.revoked.clone().cancelled_owned()),
+        idle: Box::pin(tokio::time::sleep(timeouts.body_idle)),
+        idle_timeout: timeouts.body_idle,
+        done: false,
+    };
+    Response::from_parts(parts, UnsyncBoxBody::new(body))
+}
+
+/// Two credential headers with different values.
+struct Conflict;
+
+/// The voucher the client presented: from `Authorization: Bearer …`, `x-api-key`, or the
+/// upstream's own header (with its scheme). Several may be present (clients differ) but they
+/// must agree, so nothing can smuggle a second credential past the check.
+fn presented_voucher<'a>(
+    headers: &'a HeaderMap,
+    upstream: &Upstream,
+) -> Result<Option<&'a [u8]>, Conflict> {
+    let mut found: Option<&[u8]> = None;
+    let mut consider = |value: &'a [u8]| -> Result<(), Conflict> {
+        let value = value.trim_ascii();
+        if value.is_empty() {
+            return Ok(());
+        }
+        match found {
+            Some(previous) if previous != value => Err(Conflict),
+            _ => {
+                found = Some(value);
+                Ok(())
+            }
+        }
+    };
+    for value in headers.get_all(header::AUTHORIZATION) {
+        consider(strip_scheme(
+            value.as_bytes(),
+            upstream_scheme_for(upstream, &header::AUTHORIZATION),
+        ))?;
+    }
+    for value in headers.get_all(X_API_KEY) {
+        consider(value.as_bytes())?;
+    }
+    if upstream.header != header::AUTHORIZATION && upstream.header != X_API_KEY {
+        for value in headers.get_all(&upstream.header) {
+            consider(strip_scheme(value.as_bytes(), upstream.scheme.as_deref()))?;
+        }
+    }
+    Ok(found)
+}
+
+fn upstream_scheme_for<'a>(upstream: &'a Upstream, name: &HeaderName) -> Option<&'a str> {
+    (upstream.header == *name)
+        .then_some(upstream.scheme.as_deref())
+        .flatten()
+}
+
+/// `Bearer x` and `<configured scheme> x` yield `x`; anything else is taken whole (and will
+/// not match a voucher).
+fn strip_scheme<'a>(value: &'a [u8], scheme: Option<&str>) -> &'a [u8] {
+    let value = value.trim_ascii();
+    for candidate in ["Bearer"].into_iter().chain(scheme) {
+        let length = candidate.len();
+        if value.len() > length
+            && value[..length].eq_ignore_ascii_case(candidate.as_bytes())
+            && value[length] == b' '
+        {
+            return &value[length + 1..];
+        }
+    }
+    value
+}
+
+/// Removes what must not reach the upstream: hop-by-hop headers and those `Connection` names,
+/// `Host` (set from the upstream URL), every credential header, and any stamp the client tried
+/// to set itself.
+fn strip_request_headers(headers: &mut HeaderMap, upstream: &Upstream) {
+    strip_hop_by_hop(headers);
+    for name in [
+        header::HOST,
+        header::AUTHORIZATION,
+        X_API_KEY,
+        X_AGENT_ID,
+        X_CLIENT,
+        X_AGENT_ACTIVE_CAPABILITIES,
+    ] {
+        headers.remove(name);
+    }
+    headers.remove(&upstream.header);
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    let hop: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| is_hop_by_hop(name))
+        .cloned()
+        .collect();
+    for name in hop {
+        headers.remove(name);
+    }
+}
+
+fn non_empty(text: String) -> String {
+    if text.is_empty() {
+        "nothing".to_owned()
+    } else {
+        text
+    }
+}
+
+/// The error and its sources, `: `-joined: `client error (Connect): tcp connect error: …`.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// An error answer in the shape Anthropic's and OpenAI's SDKs both surface (`error.message`).
+fn error(status: StatusCode, kind: &str, message: &str) -> Response<ProxyBody> {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": { "type": kind, "message": message },
+    })
+    .to_string();
+    let mut response = Response::new(
+        http_body_util::Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The upstream's response body, passed on frame by frame (no buffering, so SSE events arrive
+/// as the upstream writes them), ended with an error when the voucher is revoked or the
+/// upstream goes quiet for longer than the idle timeout. An error makes hyper abort the
+/// client connection, so a cut stream is visibly incomplete rather than silently short.
+/// Dropping it (the client went away) drops the upstream response, which closes that
+/// connection.
+struct GuardedBody {
+    inner: Incoming,
+    revoked: Pin<Box<WaitForCancellationFutureOwned>>,
+    idle: Pin<Box<tokio::time::Sleep>>,
+    idle_timeout: Duration,
+    done: bool,
+}
+
+impl Body for GuardedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if this.revoked.as_mut().poll(cx).is_ready() {
+            this.done = true;
+            debug!("response stream cut: voucher revoked");
+            return Poll::Ready(Some(Err("the voucher was revoked".into())));
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let deadline = tokio::time::Instant::now() + this.idle_timeout;
+                this.idle.as_mut().reset(deadline);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(failure))) => {
+                this.done = true;
+                Poll::Ready(Some(Err(failure.into())))
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                if this.idle.as_mut().poll(cx).is_ready() {
+                    this.done = true;
+                    debug!("response stream cut: upstream idle");
+                    return Poll::Ready(Some(Err("the upstream went quiet".into())));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_are_stripped_case_insensitively() {
+        assert_eq!(strip_scheme(b"Bearer vch_x", None), b"vch_x");
+        assert_eq!(strip_scheme(b"bearer vch_x", None), b"vch_x");
+        assert_eq!(strip_scheme(b"Token vch_x", Some("Token")), b"vch_x");
+        assert_eq!(strip_scheme(b"vch_x", None), b"vch_x");
+        assert_eq!(strip_scheme(b"Bearer", None), b"Bearer");
+    }
+
+    #[test]
+    fn hop_by_hop_and_connection_named_headers_go() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, x-secret-hop"),
+        );
+        headers.insert("x-secret-hop", HeaderValue::from_static("1"));
+        headers.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        headers.insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+        headers.insert("x-kept", HeaderValue::from_static("1"));
+        strip_hop_by_hop(&mut headers);
+        let names: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, vec!["x-kept"]);
+    }
+}
