@@ -17,7 +17,7 @@ use paddock_testkit::fixture::FixtureApp;
 use serde_json::{Value, json};
 
 use crate::mcp::verdict;
-use crate::mcp_client::{McpClient, ToolAnswer};
+use crate::mcp_client::{Image, McpClient, ToolAnswer};
 use crate::playwright_peer::{self, PeerConfig, PlaywrightPeer};
 use crate::probe::Target;
 use crate::{PrivateDaemon, paddock_binary};
@@ -30,6 +30,8 @@ const EXPECTED_CELL: &str = "user1@example.com";
 /// How long the pool may take to settle (boot or reset devices) between iterations.
 const POOL_TIMEOUT: Duration = Duration::from_secs(120);
 const POOL_POLL: Duration = Duration::from_millis(20);
+/// How long Playwright MCP may take to close its browser before it is killed.
+const PEER_STOP_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct DevicesArgs {
@@ -97,7 +99,7 @@ impl Latency {
 #[derive(Debug, Clone, Default)]
 struct AnswerSize {
     chars: usize,
-    image: Option<(String, usize)>,
+    image: Option<Image>,
 }
 
 impl AnswerSize {
@@ -110,10 +112,15 @@ impl AnswerSize {
 
     fn describe(&self) -> String {
         match &self.image {
-            Some((mime, bytes)) => format!(
-                "{} chars + {mime} {:.1} KiB",
+            Some(image) => format!(
+                "{} chars + {} {:.1} KiB{}",
                 self.chars,
-                *bytes as f64 / 1024.0
+                image.mime,
+                image.len as f64 / 1024.0,
+                image
+                    .dimensions
+                    .map(|(width, height)| format!(" {width}x{height}"))
+                    .unwrap_or_default()
             ),
             None => format!("{} chars", self.chars),
         }
@@ -184,8 +191,7 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
         "page observations: {} + {} warm-up each, alternating",
         args.iterations, args.warmup
     ));
-    let pages = measure_pages(&mut paddock_mcp, &mut playwright, &table_url, &args)
-        .with_context(|| format!("Playwright MCP's stderr:\n{}", peer.stderr_tail()))?;
+    let pages = measure_pages(&mut paddock_mcp, &mut playwright, &table_url, &args)?;
 
     println!(
         "devices: Paddock web devices vs Playwright MCP {} ({} {}), same run; Chromium `{}`, Pixel 7 emulation on both",
@@ -217,7 +223,11 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
     };
     row("paddock getWeb (warm)", &warm, None);
     row("paddock provisionDevice (cold)", &cold, None);
-    row("paddock observe", &pages.observe.latency, Some(&pages.observe.size));
+    row(
+        "paddock observe",
+        &pages.observe.latency,
+        Some(&pages.observe.size),
+    );
     row(
         "paddock observe+screenshot",
         &pages.observe_screenshot.latency,
@@ -237,8 +247,7 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
     let cold_over_warm = cold.p50() / warm.p50();
     let snapshot_ratio = pages.snapshot.latency.p50() / pages.observe.latency.p50();
     let snapshot_ratio_p90 = pages.snapshot.latency.p90() / pages.observe.latency.p90();
-    let screenshot_ratio =
-        pages.screenshot.latency.p50() / pages.observe_screenshot.latency.p50();
+    let screenshot_ratio = pages.screenshot.latency.p50() / pages.observe_screenshot.latency.p50();
     let screenshot_ratio_p90 =
         pages.screenshot.latency.p90() / pages.observe_screenshot.latency.p90();
     let chars_ratio = pages.observe.size.chars as f64 / pages.snapshot.size.chars as f64;
@@ -247,9 +256,7 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
         warm.p50(),
         verdict(warm.p50() <= 20.0)
     );
-    println!(
-        "cold/warm acquisition p50:                            {cold_over_warm:>8.1}x"
-    );
+    println!("cold/warm acquisition p50:                            {cold_over_warm:>8.1}x");
     println!(
         "playwright/paddock browser_snapshot vs observe p50:   {snapshot_ratio:>8.2}x (p90 {snapshot_ratio_p90:.2}x; goal >= 2x: {})",
         verdict(snapshot_ratio >= 2.0)
@@ -264,7 +271,7 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
         pages.snapshot.size.chars,
         verdict(chars_ratio <= 0.3)
     );
-    drop(peer);
+    peer.stop(PEER_STOP_GRACE).await;
     drop(daemon);
     Ok(())
 }
@@ -456,11 +463,7 @@ fn measure_pages(
 }
 
 /// The answer's text contains every expected string and, when asked, an image.
-fn check_observation(
-    answer: &ToolAnswer,
-    expected: &[&str],
-    image: bool,
-) -> anyhow::Result<()> {
+fn check_observation(answer: &ToolAnswer, expected: &[&str], image: bool) -> anyhow::Result<()> {
     let text = answer.text();
     let missing: Vec<&str> = expected
         .iter()
@@ -478,7 +481,7 @@ fn check_observation(
                 .join(" and ")
         );
     }
-    if image && answer.image().is_none_or(|(_, bytes)| bytes == 0) {
+    if image && answer.image().is_none_or(|image| image.len == 0) {
         bail!("the answer has no image");
     }
     Ok(())
@@ -528,7 +531,10 @@ mod tests {
         let error = check_observation(&error_page, &[EXPECTED_HEADING, EXPECTED_CELL], false)
             .unwrap_err()
             .to_string();
-        assert!(error.contains("`Accounts` and `user1@example.com`"), "{error}");
+        assert!(
+            error.contains("`Accounts` and `user1@example.com`"),
+            "{error}"
+        );
         assert!(check_observation(&error_page, &[], true).is_err());
     }
 

@@ -49,13 +49,18 @@ impl ToolAnswer {
             .join("\n")
     }
 
-    /// The first image block's MIME type and decoded size in bytes.
-    pub fn image(&self) -> Option<(String, usize)> {
+    /// The first image block, decoded.
+    pub fn image(&self) -> Option<Image> {
+        use base64::Engine as _;
         self.blocks("image").next().map(|block| {
-            let mime = block["mimeType"].as_str().unwrap_or("image/?").to_owned();
-            let base64 = block["data"].as_str().unwrap_or_default();
-            let padding = base64.bytes().rev().take_while(|byte| *byte == b'=').count();
-            (mime, (base64.len() / 4 * 3).saturating_sub(padding))
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(block["data"].as_str().unwrap_or_default())
+                .unwrap_or_default();
+            Image {
+                mime: block["mimeType"].as_str().unwrap_or("image/?").to_owned(),
+                len: bytes.len(),
+                dimensions: image_dimensions(&bytes),
+            }
         })
     }
 
@@ -69,6 +74,43 @@ impl ToolAnswer {
             .into_iter()
             .flatten()
             .filter(move |block| block["type"] == kind)
+    }
+}
+
+/// An image block: its type, size in bytes and, for PNG and JPEG, width and height.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub mime: String,
+    pub len: usize,
+    pub dimensions: Option<(u32, u32)>,
+}
+
+/// Width and height of a PNG (its `IHDR`) or a baseline or progressive JPEG (its `SOF`).
+pub fn image_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+    let be16 = |at: usize| {
+        Some(u32::from(u16::from_be_bytes([
+            *bytes.get(at)?,
+            *bytes.get(at + 1)?,
+        ])))
+    };
+    let be32 = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.get(12..16) == Some(b"IHDR") {
+        return Some((be32(16)?, be32(20)?));
+    }
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    // Walk the segments up to the frame header.
+    let mut at = 2;
+    loop {
+        if *bytes.get(at)? != 0xFF {
+            return None;
+        }
+        let marker = *bytes.get(at + 1)?;
+        if matches!(marker, 0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF) {
+            return Some((be16(at + 7)?, be16(at + 5)?));
+        }
+        at += 2 + usize::try_from(be16(at + 2)?).ok()?;
     }
 }
 
@@ -199,9 +241,15 @@ pub fn rpc_result(response: &probe::Response, id: u64) -> anyhow::Result<Value> 
     let messages = if is_stream {
         event_stream_messages(text)?
     } else {
-        vec![serde_json::from_str(text).with_context(|| format!("not JSON: {}", quote(&response.body)))?]
+        vec![
+            serde_json::from_str(text)
+                .with_context(|| format!("not JSON: {}", quote(&response.body)))?,
+        ]
     };
-    let Some(answer) = messages.into_iter().find(|message| message["id"] == json!(id)) else {
+    let Some(answer) = messages
+        .into_iter()
+        .find(|message| message["id"] == json!(id))
+    else {
         bail!("no JSON-RPC answer with id {id}: {}", quote(&response.body));
     };
     if let Some(error) = answer.get("error") {
@@ -264,10 +312,13 @@ mod tests {
             "application/json",
             r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
         );
-        assert_eq!(rpc_result(&json_answer, 3).unwrap()["content"][0]["text"], "hi");
+        assert_eq!(
+            rpc_result(&json_answer, 3).unwrap()["content"][0]["text"],
+            "hi"
+        );
         let stream = response(
             "text/event-stream",
-            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\n data: \"result\":{\"ok\":true}}\n\n",
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"ok\":true}}\n\n",
         );
         assert_eq!(rpc_result(&stream, 7).unwrap(), json!({ "ok": true }));
         let unterminated = response(
@@ -284,7 +335,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}"#,
         );
         assert!(rpc_result(&error, 1).is_err());
-        let other_id = response("application/json", r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
+        let other_id = response(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":2,"result":{}}"#,
+        );
         assert!(rpc_result(&other_id, 1).is_err());
         let unauthorized = probe::Response {
             status: 401,
@@ -306,6 +360,29 @@ mod tests {
             ] }),
         };
         assert_eq!(answer.text(), "a\nb");
-        assert_eq!(answer.image(), Some(("image/jpeg".to_owned(), 4)));
+        assert_eq!(
+            answer.image(),
+            Some(Image {
+                mime: "image/jpeg".to_owned(),
+                len: 4,
+                dimensions: None
+            })
+        );
+    }
+
+    #[test]
+    fn reads_image_dimensions() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        png.extend_from_slice(&412_u32.to_be_bytes());
+        png.extend_from_slice(&839_u32.to_be_bytes());
+        assert_eq!(image_dimensions(&png), Some((412, 839)));
+        // SOI, an APP0 segment of 4 bytes, then SOF0 with height 2100 and width 945.
+        let jpeg = [
+            0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x00, 0x00, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x08,
+            0x34, 0x03, 0xB1,
+        ];
+        assert_eq!(image_dimensions(&jpeg), Some((945, 2100)));
+        assert_eq!(image_dimensions(&jpeg[..12]), None);
+        assert_eq!(image_dimensions(b"GIF89a"), None);
     }
 }

@@ -159,6 +159,13 @@ impl PlaywrightPeer {
         self.address
     }
 
+    /// Asks node to close its browser and exit (SIGTERM), and kills the group after `grace`.
+    /// Dropping the peer kills at once; the browser, in a process group of its own, then exits
+    /// when its pipe to node closes.
+    pub async fn stop(self, grace: Duration) {
+        let _ = self.child.terminate(grace).await;
+    }
+
     /// The last lines of the peer's stderr, for error messages.
     pub fn stderr_tail(&self) -> String {
         self.child.stderr_tail()

@@ -80,7 +80,12 @@ pub fn send_to(
     request: &Request<'_>,
     timeout: Duration,
 ) -> anyhow::Result<Response> {
-    let context = || format!("probe http://{}{} at {address}", target.authority, target.path);
+    let context = || {
+        format!(
+            "probe http://{}{} at {address}",
+            target.authority, target.path
+        )
+    };
     let stream = TcpStream::connect_timeout(&address, timeout).with_context(context)?;
     exchange(stream, target, request, timeout)
 }
@@ -113,22 +118,54 @@ fn exchange(
     // One write, so that the request leaves in one segment.
     message.push_str(request.body);
     stream.write_all(message.as_bytes()).with_context(context)?;
+    // Read until the response is complete, not until the connection closes: a server may keep
+    // it open after the answer despite `Connection: close` (node does, for event streams), and
+    // that wait is no part of the answer's latency.
     let mut bytes = Vec::new();
-    stream
-        .take(MAX_RESPONSE_BYTES)
-        .read_to_end(&mut bytes)
-        .with_context(context)?;
+    let mut buffer = vec![0_u8; 64 * 1024];
+    loop {
+        let read = stream.read(&mut buffer).with_context(context)?;
+        if read == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buffer[..read]);
+        if bytes.len() as u64 > MAX_RESPONSE_BYTES {
+            bail!(
+                "{}: the response exceeds {MAX_RESPONSE_BYTES} bytes",
+                context()
+            );
+        }
+        if is_complete(&bytes) {
+            break;
+        }
+    }
     parse_response(&bytes).with_context(context)
 }
 
-/// Parses a complete HTTP/1.1 response: the status and the body, framed by `Content-Length`,
-/// chunked transfer coding, or the end of the connection.
-pub fn parse_response(bytes: &[u8]) -> anyhow::Result<Response> {
+/// How a response body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Length(usize),
+    Chunked,
+    UntilClose,
+}
+
+/// A parsed header block.
+#[derive(Debug)]
+struct Head {
+    status: u16,
+    headers: Vec<(String, String)>,
+    /// Where the body starts in the response bytes.
+    body_start: usize,
+    framing: Framing,
+}
+
+/// Parses the header block, or `None` while it is incomplete.
+fn parse_head(bytes: &[u8]) -> anyhow::Result<Option<Head>> {
     let Some(end) = bytes.windows(4).position(|window| window == b"\r\n\r\n") else {
-        bail!("the response has no complete header block");
+        return Ok(None);
     };
     let head = std::str::from_utf8(&bytes[..end]).context("response headers are not UTF-8")?;
-    let rest = &bytes[end + 4..];
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
     let status = match status_line.split(' ').collect::<Vec<_>>().as_slice() {
@@ -159,19 +196,58 @@ pub fn parse_response(bytes: &[u8]) -> anyhow::Result<Response> {
                 .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
         }
     }
-    let body = if chunked {
-        dechunk(rest)?
+    let framing = if chunked {
+        Framing::Chunked
     } else if let Some(length) = content_length {
-        match rest.get(..length) {
-            Some(body) => body.to_vec(),
-            None => bail!("the body ends after {} of {length} bytes", rest.len()),
-        }
+        Framing::Length(length)
+    } else if status == 204 || status == 304 || (100..200).contains(&status) {
+        Framing::Length(0)
     } else {
-        rest.to_vec()
+        Framing::UntilClose
     };
-    Ok(Response {
+    Ok(Some(Head {
         status,
         headers,
+        body_start: end + 4,
+        framing,
+    }))
+}
+
+/// Whether `bytes` hold a whole response, so reading can stop. A malformed header block counts
+/// as complete: reading on would not repair it, and [`parse_response`] reports it.
+fn is_complete(bytes: &[u8]) -> bool {
+    match parse_head(bytes) {
+        Ok(None) => false,
+        Err(_) => true,
+        Ok(Some(head)) => {
+            let rest = &bytes[head.body_start..];
+            match head.framing {
+                Framing::Length(length) => rest.len() >= length,
+                Framing::Chunked => dechunk(rest).is_ok(),
+                Framing::UntilClose => false,
+            }
+        }
+    }
+}
+
+/// Parses a complete HTTP/1.1 response: the status and the body, framed by `Content-Length`,
+/// chunked transfer coding, or the end of the connection.
+pub fn parse_response(bytes: &[u8]) -> anyhow::Result<Response> {
+    let Some(head) = parse_head(bytes)? else {
+        bail!("the response has no complete header block");
+    };
+    let rest = &bytes[head.body_start..];
+    let body = match head.framing {
+        Framing::Chunked => dechunk(rest)?,
+        Framing::Length(length) => match rest.get(..length) {
+            Some(body) => body.to_vec(),
+            None => bail!("the body ends after {} of {length} bytes", rest.len()),
+        },
+        Framing::UntilClose => rest.to_vec(),
+    };
+    Ok(Response {
+        status: head.status,
+        headers: head.headers,
         body,
     })
 }
@@ -245,6 +321,21 @@ mod tests {
         let response = parse_response(b"HTTP/1.0 404 Not Found\r\n\r\nnope").unwrap();
         assert_eq!(response.status, 404);
         assert_eq!(response.body, b"nope");
+    }
+
+    #[test]
+    fn knows_when_a_response_is_complete() {
+        let sized = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nabcd";
+        assert!(is_complete(sized));
+        assert!(!is_complete(&sized[..sized.len() - 1]));
+        assert!(!is_complete(b"HTTP/1.1 200 OK\r\nContent-Len"));
+        let chunked =
+            b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        assert!(is_complete(chunked));
+        assert!(!is_complete(&chunked[..chunked.len() - 6]));
+        assert!(is_complete(b"HTTP/1.1 204 No Content\r\n\r\n"));
+        assert!(!is_complete(b"HTTP/1.0 200 OK\r\n\r\nuntil the end"));
+        assert!(is_complete(b"SSH-2.0-OpenSSH\r\n\r\n"));
     }
 
     #[test]
