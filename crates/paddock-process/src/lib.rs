@@ -65,25 +65,52 @@ impl ManagedChild {
         spec: &ChildSpec,
         stderr_lines: Option<mpsc::UnboundedSender<String>>,
     ) -> Result<Self, SpawnError> {
+        Self::start(spec, stderr_lines, false)
+    }
+
+    /// Starts `spec` as a foreground command of the caller, the way a shell runs one: stdin,
+    /// stdout and stderr are the caller's own (`spec.stdin`/`spec.stdout` are ignored and no
+    /// stderr is captured), and the child stays in the caller's process group, so that a
+    /// terminal's job control reaches it (Ctrl-C, and reading the terminal without being
+    /// stopped by SIGTTIN). For wrappers such as `paddock credentials exec`. Dropping it kills
+    /// the child itself (and its own group, if it made one); grandchildren that stayed in the
+    /// caller's group are left alone, as a shell would.
+    pub fn spawn_foreground(spec: &ChildSpec) -> Result<Self, SpawnError> {
+        Self::start(spec, None, true)
+    }
+
+    fn start(
+        spec: &ChildSpec,
+        stderr_lines: Option<mpsc::UnboundedSender<String>>,
+        foreground: bool,
+    ) -> Result<Self, SpawnError> {
         let program = spec.program.display().to_string();
         let mut command = Command::new(&spec.program);
         command
             .args(&spec.args)
             .env_clear()
             .envs(spec.env.iter().map(|(name, value)| (name, value)))
-            .stdin(if spec.stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(if spec.stdout {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        if foreground {
+            command
+                .stdin(Stdio::inherit())
+                .stdout(Stdio::inherit())
+                .stderr(Stdio::inherit());
+        } else {
+            command
+                .stdin(if spec.stdin {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stdout(if spec.stdout {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stderr(Stdio::piped())
+                .process_group(0);
+        }
         if let Some(dir) = &spec.current_dir {
             command.current_dir(dir);
         }
@@ -282,6 +309,30 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("process group survived the drop");
+    }
+
+    #[tokio::test]
+    async fn a_foreground_child_shares_stdio_and_the_process_group() {
+        // The child writes its process group (field 5 of /proc/<pid>/stat) to a file.
+        let dir = std::env::temp_dir().join(format!("paddock-process-fg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("pgid");
+        let spec = sh(&format!(
+            "cut -d' ' -f5 /proc/$$/stat > {}; exit 5",
+            out.display()
+        ));
+        let child = ManagedChild::spawn_foreground(&spec).unwrap();
+        assert!(child.stdin.is_none() && child.stdout.is_none());
+        let status = child.exited().await.unwrap();
+        assert_eq!(status.code(), Some(5));
+        let pgid: i32 = std::fs::read_to_string(&out)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(pgid, rustix::process::getpgrp().as_raw_nonzero().get());
+        assert_eq!(child.stderr_tail(), "");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
