@@ -7,6 +7,7 @@
 pub mod fixture;
 pub mod http;
 pub mod mcp;
+pub mod model;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};

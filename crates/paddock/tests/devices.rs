@@ -444,6 +444,10 @@ fn actions_cover_coordinates_keys_drag_rotate_and_screenshots() {
     assert!(text(&rotated).contains("landscape 915x412"), "{rotated}");
 
     let shot = session.call("screenshot", json!({ "width": 200 })).unwrap();
+    assert!(
+        text(&shot).starts_with("screenshot 200x"),
+        "the image is as wide as asked: {shot}"
+    );
     assert_eq!(shot["content"][1]["type"], "image");
     assert_eq!(shot["content"][1]["mimeType"], "image/jpeg");
     assert!(

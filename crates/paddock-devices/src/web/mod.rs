@@ -416,8 +416,9 @@ impl WebDevice {
             .unwrap_or(1.0)
             .max(0.1);
         let target_width = f64::from(width.unwrap_or(u32::MAX)).min(viewport_width * dpr);
-        // `scale` multiplies CSS pixels: the image is target_width pixels wide.
-        let scale = (target_width / viewport_width).max(0.05);
+        // Chromium renders the clip at `scale` times the device pixel ratio, so the ratio is
+        // divided out: the image is `target_width` pixels wide.
+        let scale = (target_width / (viewport_width * dpr)).max(0.01);
         let result = self
             .call(
                 "Page.captureScreenshot",
@@ -438,8 +439,8 @@ impl WebDevice {
             .map_err(|error| DeviceError::Failed(format!("screenshot was not base64: {error}")))?;
         Ok(Screenshot {
             jpeg,
-            width: (viewport_width * scale).round() as u32,
-            height: (viewport_height * scale).round() as u32,
+            width: (viewport_width * dpr * scale).round() as u32,
+            height: (viewport_height * dpr * scale).round() as u32,
         })
     }
 

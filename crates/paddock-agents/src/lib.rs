@@ -1,0 +1,56 @@
+//! Paddock's agent driver: coding-agent CLIs (Claude Code today) behind one session contract.
+//!
+//! A host opens a session with [`AgentDriverSdk::open`] and then works only with [`Session`]:
+//! `start` admits the first command, `send` accepts, queues or rejects later ones with a typed
+//! [`Receipt`], `interrupt` and `stop` give bounded control, `events` streams normalised
+//! [`AgentEvent`]s, and `closed` settles exactly once with the terminal facts.
+//!
+//! Inside, the logical session (`session.rs`) owns admission, FIFO queueing, safe-boundary
+//! delivery, terminal ordering and cleanup; a process lane (`lane.rs`) runs the CLI in its own
+//! process group with strict newline framing; adapters (`adapters/`) translate one vendor's
+//! protocol. This crate knows nothing of the daemon, MCP or HTTP servers.
+
+pub mod adapters;
+pub mod contract;
+pub mod host;
+mod lane;
+mod session;
+pub mod testing;
+
+pub use contract::*;
+pub use host::{HostConfig, LaunchDir};
+pub use session::Session;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use adapters::Adapter;
+
+/// Opens and probes agent backends.
+#[derive(Debug, Clone)]
+pub struct AgentDriverSdk {
+    host: Arc<HostConfig>,
+}
+
+impl AgentDriverSdk {
+    pub fn new(host: HostConfig) -> Self {
+        Self {
+            host: Arc::new(host),
+        }
+    }
+
+    /// Whether `backend` is installed, its version and its capabilities.
+    pub async fn probe(&self, backend: BackendId) -> Probe {
+        let adapter = adapters::adapter(backend, &self.host);
+        adapter.probe().await
+    }
+
+    /// Launches `backend` for one logical session.
+    pub async fn open(&self, request: OpenRequest) -> Result<Session, OpenError> {
+        let adapter: Arc<dyn Adapter> = adapters::adapter(request.backend, &self.host).into();
+        let program: PathBuf = adapter.program().ok_or(OpenError::NotInstalled {
+            backend: request.backend,
+        })?;
+        session::open(self.host.clone(), adapter, program, request).await
+    }
+}

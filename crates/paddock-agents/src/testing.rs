@@ -1,0 +1,340 @@
+//! The public conformance suite every adapter must pass. A [`ConformanceHost`] opens sessions
+//! of one backend against a scripted model; each check drives the real runtime through the
+//! contract and returns an error describing the first violation.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::contract::*;
+use crate::session::Session;
+
+/// A scripted model turn, independent of any wire API.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptTurn {
+    /// Answers with this text, streamed word by word.
+    Text(String),
+    /// Answers with this text only after the host's gate is released.
+    GatedText(String),
+    /// Asks to run a shell command (a tool that needs permission).
+    Shell { command: String },
+}
+
+/// What the suite needs from a backend's test setup.
+pub trait ConformanceHost: Send + Sync {
+    /// Opens a session whose model follows `script`, answering turns in order.
+    fn open(&self, script: Vec<ScriptTurn>)
+    -> impl Future<Output = anyhow::Result<Session>> + Send;
+    /// Lets one gated turn answer.
+    fn release_gate(&self);
+}
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// Collects events until `stop` returns true for one.
+pub async fn wait_for(
+    events: &mut mpsc::UnboundedReceiver<AgentEvent>,
+    seen: &mut Vec<AgentEvent>,
+    mut stop: impl FnMut(&AgentEvent) -> bool,
+) -> anyhow::Result<AgentEvent> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .map_err(|_| anyhow::anyhow!("timed out; saw {seen:?}"))?
+            .ok_or_else(|| anyhow::anyhow!("the event stream ended; saw {seen:?}"))?;
+        seen.push(event.clone());
+        if stop(&event) {
+            return Ok(event);
+        }
+    }
+}
+
+fn turn_completed(id: &str) -> impl FnMut(&AgentEvent) -> bool + '_ {
+    move |event| matches!(event, AgentEvent::TurnCompleted { command_id, .. } if command_id == id)
+}
+
+fn stop_now() -> StopRequest {
+    StopRequest {
+        reason: "conformance".into(),
+        force_after: Duration::from_secs(10),
+    }
+}
+
+/// start → text → turn completed → send → second turn; events in order.
+pub async fn two_turns(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let session = host
+        .open(vec![
+            ScriptTurn::Text("first answer".into()),
+            ScriptTurn::Text("second answer".into()),
+        ])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    anyhow::ensure!(session.start(Command::user("c1", "say one")).await == Receipt::Accepted);
+    wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
+    anyhow::ensure!(
+        session.start(Command::user("c0", "again")).await != Receipt::Accepted,
+        "start twice must be rejected"
+    );
+    anyhow::ensure!(session.send(Command::user("c2", "say two")).await == Receipt::Accepted);
+    wait_for(&mut events, &mut seen, turn_completed("c2")).await?;
+    let order: Vec<&str> = seen.iter().map(AgentEvent::kind).collect();
+    let position = |kind: &str, from: usize| {
+        order
+            .iter()
+            .skip(from)
+            .position(|k| *k == kind)
+            .map(|p| p + from)
+    };
+    let accepted = position("command_accepted", 0)
+        .ok_or_else(|| anyhow::anyhow!("no command_accepted: {order:?}"))?;
+    let started = position("turn_started", accepted)
+        .ok_or_else(|| anyhow::anyhow!("no turn_started: {order:?}"))?;
+    let completed_text = position("assistant_message_completed", started)
+        .ok_or_else(|| anyhow::anyhow!("no message: {order:?}"))?;
+    position("turn_completed", completed_text)
+        .ok_or_else(|| anyhow::anyhow!("no turn_completed after the message: {order:?}"))?;
+    anyhow::ensure!(seen.iter().any(|e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text.contains("first answer"))), "{seen:?}");
+    anyhow::ensure!(seen.iter().any(|e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text.contains("second answer"))), "{seen:?}");
+    anyhow::ensure!(
+        seen.iter().any(|e| matches!(
+            e,
+            AgentEvent::SessionStarted {
+                vendor_session_id: Some(_)
+            }
+        )),
+        "vendor session id captured: {seen:?}"
+    );
+    anyhow::ensure!(session.snapshot().await.vendor_session_id.is_some());
+    let facts = session.stop(stop_now()).await;
+    anyhow::ensure!(
+        matches!(facts.reason, CloseReason::Stopped { .. }),
+        "{facts:?}"
+    );
+    anyhow::ensure!(
+        facts.launch_dir_removed && facts.processes_reaped,
+        "{facts:?}"
+    );
+    Ok(())
+}
+
+/// A command sent mid-turn is queued and delivered at the boundary with command_accepted.
+pub async fn queue_at_boundary(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let session = host
+        .open(vec![
+            ScriptTurn::GatedText("slow answer".into()),
+            ScriptTurn::Text("queued answer".into()),
+        ])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    anyhow::ensure!(
+        session.start(Command::user("c1", "take your time")).await == Receipt::Accepted
+    );
+    wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await?;
+    let receipt = session.send(Command::user("c2", "then this")).await;
+    anyhow::ensure!(receipt == Receipt::Queued { position: 1 }, "{receipt:?}");
+    anyhow::ensure!(session.snapshot().await.queued == vec!["c2".to_owned()]);
+    host.release_gate();
+    wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
+    wait_for(
+        &mut events,
+        &mut seen,
+        |e| matches!(e, AgentEvent::CommandAccepted { command_id } if command_id == "c2"),
+    )
+    .await?;
+    wait_for(&mut events, &mut seen, turn_completed("c2")).await?;
+    anyhow::ensure!(seen.iter().any(|e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text.contains("queued answer"))), "{seen:?}");
+    session.stop(stop_now()).await;
+    Ok(())
+}
+
+/// Interrupt mid-stream ends the turn as interrupted; the session stays usable.
+pub async fn interrupt(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let session = host
+        .open(vec![
+            ScriptTurn::GatedText("never finished".into()),
+            ScriptTurn::Text("after the interrupt".into()),
+        ])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    anyhow::ensure!(session.interrupt().await == Err(SessionError::NotBusy));
+    session.start(Command::user("c1", "go")).await;
+    wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await?;
+    session.interrupt().await?;
+    let completed = wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
+    anyhow::ensure!(
+        matches!(
+            completed,
+            AgentEvent::TurnCompleted {
+                outcome: TurnOutcome::Interrupted,
+                ..
+            }
+        ),
+        "{completed:?}"
+    );
+    host.release_gate();
+    anyhow::ensure!(session.send(Command::user("c2", "still there?")).await == Receipt::Accepted);
+    wait_for(&mut events, &mut seen, turn_completed("c2")).await?;
+    session.stop(stop_now()).await;
+    Ok(())
+}
+
+/// A tool that needs permission raises `PermissionRequested`; allow and deny both reach the
+/// runtime and the turn completes.
+pub async fn permission(
+    host: &impl ConformanceHost,
+    decision: PermissionDecision,
+) -> anyhow::Result<Vec<AgentEvent>> {
+    let session = host
+        .open(vec![
+            ScriptTurn::Shell {
+                command: "echo conformance-tool-ran | tee conformance-output.txt".into(),
+            },
+            ScriptTurn::Text("done with the tool".into()),
+        ])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    session.start(Command::user("c1", "run the tool")).await;
+    let asked = wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::PermissionRequested { .. })
+    })
+    .await?;
+    let AgentEvent::PermissionRequested { request_id, .. } = asked else {
+        anyhow::bail!("unreachable")
+    };
+    anyhow::ensure!(
+        session
+            .answer_permission("no-such-request", PermissionDecision::Allow)
+            .await
+            .is_err()
+    );
+    session.answer_permission(&request_id, decision).await?;
+    wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::ToolCallFinished { .. })
+    })
+    .await?;
+    wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
+    session.stop(stop_now()).await;
+    Ok(seen)
+}
+
+/// The runtime killed with SIGKILL: closed once with Crashed, queued commands failed, nothing
+/// after closed, no process left.
+pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let session = host
+        .open(vec![ScriptTurn::GatedText("never".into())])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    session.start(Command::user("c1", "go")).await;
+    wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await?;
+    anyhow::ensure!(matches!(
+        session.send(Command::user("c2", "queued")).await,
+        Receipt::Queued { .. }
+    ));
+    let pid = session
+        .snapshot()
+        .await
+        .pid
+        .ok_or_else(|| anyhow::anyhow!("no pid"))?;
+    let pid =
+        rustix::process::Pid::from_raw(pid as i32).ok_or_else(|| anyhow::anyhow!("bad pid"))?;
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL)?;
+    let facts = session.closed().await;
+    anyhow::ensure!(facts.reason == CloseReason::Crashed, "{facts:?}");
+    anyhow::ensure!(
+        facts.failed_commands == vec!["c1".to_owned(), "c2".to_owned()],
+        "{facts:?}"
+    );
+    anyhow::ensure!(
+        facts.processes_reaped && facts.launch_dir_removed,
+        "{facts:?}"
+    );
+    while let Some(event) = events.recv().await {
+        seen.push(event);
+    }
+    let failed: Vec<&str> = seen
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::CommandFailed { command_id, .. } => Some(command_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    anyhow::ensure!(failed == ["c1", "c2"], "{seen:?}");
+    anyhow::ensure!(
+        session.closed().await == facts,
+        "closed settles to the same facts every time"
+    );
+    anyhow::ensure!(session.send(Command::user("c3", "late")).await != Receipt::Accepted);
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())).ok();
+    anyhow::ensure!(
+        stat.is_none_or(|stat| !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))),
+        "zombie left"
+    );
+    Ok(())
+}
+
+/// stop with `force_after`: queued commands fail, closed settles once with Stopped.
+pub async fn stop(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let session = host
+        .open(vec![ScriptTurn::GatedText("never".into())])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    session.start(Command::user("c1", "go")).await;
+    wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await?;
+    session.send(Command::user("c2", "queued")).await;
+    let facts = session
+        .stop(StopRequest {
+            reason: "owner_request".into(),
+            force_after: Duration::from_secs(4),
+        })
+        .await;
+    anyhow::ensure!(
+        matches!(&facts.reason, CloseReason::Stopped { reason, .. } if reason == "owner_request"),
+        "{facts:?}"
+    );
+    anyhow::ensure!(
+        facts.failed_commands == vec!["c1".to_owned(), "c2".to_owned()],
+        "{facts:?}"
+    );
+    anyhow::ensure!(
+        facts.processes_reaped && facts.launch_dir_removed,
+        "{facts:?}"
+    );
+    let again = session.stop(stop_now()).await;
+    anyhow::ensure!(again == facts, "a second stop reports the same facts");
+    host.release_gate();
+    Ok(())
+}

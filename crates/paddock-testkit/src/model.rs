@@ -1,0 +1,571 @@
+//! A scripted model server on 127.0.0.1 that speaks real wire APIs, so real agent CLIs run end
+//! to end with no internet. A [`Script`] is a list of turns written once, independent of the
+//! API; each API module renders a turn in its own wire format. Today: the Anthropic Messages API
+//! (`POST /v1/messages`, JSON or SSE). The OpenAI Responses and Chat Completions APIs plug in
+//! beside it as further renderers.
+//!
+//! Requests are matched to turns in order, except that a turn may carry a `when` text that must
+//! appear in the request's last user message; requests no turn claims (CLIs make side requests,
+//! such as titles) get a short fallback answer. Every request is recorded for assertions.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+/// One step of a scripted reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Assistant text, streamed in these chunks.
+    Text(Vec<String>),
+    /// A tool call with its JSON input.
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+}
+
+/// How a turn is answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A normal answer made of parts.
+    Parts(Vec<Part>),
+    /// An HTTP error status with an API error body (429, 500, …).
+    Status(u16),
+    /// Starts streaming the parts, then drops the connection after `after_chunks` chunks.
+    Disconnect {
+        parts: Vec<Part>,
+        after_chunks: usize,
+    },
+}
+
+/// One scripted turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// Text the request's last user message must contain for this turn to answer it.
+    pub when: Option<String>,
+    pub reply: Reply,
+    /// Pause between streamed chunks.
+    pub chunk_delay: Duration,
+    /// Wait for [`ScriptedModel::release`] before streaming the first chunk.
+    pub gated: bool,
+}
+
+impl Turn {
+    pub fn text(text: &str) -> Self {
+        Self::parts(vec![Part::Text(vec![text.to_owned()])])
+    }
+
+    /// Text streamed word by word.
+    pub fn streamed(text: &str) -> Self {
+        let chunks = text.split_inclusive(' ').map(str::to_owned).collect();
+        Self::parts(vec![Part::Text(chunks)])
+    }
+
+    pub fn tool(id: &str, name: &str, input: Value) -> Self {
+        Self::parts(vec![Part::ToolUse {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input,
+        }])
+    }
+
+    pub fn parts(parts: Vec<Part>) -> Self {
+        Self {
+            when: None,
+            reply: Reply::Parts(parts),
+            chunk_delay: Duration::ZERO,
+            gated: false,
+        }
+    }
+
+    pub fn status(code: u16) -> Self {
+        Self {
+            reply: Reply::Status(code),
+            ..Self::text("")
+        }
+    }
+
+    pub fn disconnect(text: &str, after_chunks: usize) -> Self {
+        let chunks = text.split_inclusive(' ').map(str::to_owned).collect();
+        Self {
+            reply: Reply::Disconnect {
+                parts: vec![Part::Text(chunks)],
+                after_chunks,
+            },
+            ..Self::text("")
+        }
+    }
+
+    pub fn when(mut self, text: &str) -> Self {
+        self.when = Some(text.to_owned());
+        self
+    }
+
+    pub fn slow(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// The reply starts streaming only after [`ScriptedModel::release`].
+    pub fn gated(mut self) -> Self {
+        self.gated = true;
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    /// Which scripted turn answered it, if any.
+    pub turn: Option<usize>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(candidate, _)| candidate.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// Text of the last user message (Anthropic shape).
+    pub fn last_user_text(&self) -> String {
+        last_user_text(&self.body)
+    }
+}
+
+struct State {
+    turns: VecDeque<(usize, Turn)>,
+    recorded: Vec<Recorded>,
+    released: usize,
+    streams_started: usize,
+}
+
+/// The running server. Dropping it stops it.
+pub struct ScriptedModel {
+    port: u16,
+    state: Arc<(Mutex<State>, Condvar)>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("port", &self.port)
+            .finish()
+    }
+}
+
+impl ScriptedModel {
+    pub fn start(turns: Vec<Turn>) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let state = Arc::new((
+            Mutex::new(State {
+                turns: turns.into_iter().enumerate().collect(),
+                recorded: Vec::new(),
+                released: 0,
+                streams_started: 0,
+            }),
+            Condvar::new(),
+        ));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let state = state.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let state = state.clone();
+                    std::thread::spawn(move || {
+                        let _ = serve(stream, &state);
+                    });
+                }
+            })
+        };
+        Ok(Self {
+            port,
+            state,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The base URL for `ANTHROPIC_BASE_URL` and the like.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Appends turns to the script.
+    pub fn push(&self, turn: Turn) {
+        let (lock, _) = &*self.state;
+        if let Ok(mut state) = lock.lock() {
+            let index = state.turns.len() + state.recorded.len() + 1000;
+            state.turns.push_back((index, turn));
+        }
+    }
+
+    /// Lets one gated turn start streaming.
+    pub fn release(&self) {
+        let (lock, condvar) = &*self.state;
+        if let Ok(mut state) = lock.lock() {
+            state.released += 1;
+        }
+        condvar.notify_all();
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        let (lock, _) = &*self.state;
+        lock.lock()
+            .map(|state| state.recorded.clone())
+            .unwrap_or_default()
+    }
+
+    /// Requests answered by scripted turns.
+    pub fn scripted_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|request| request.turn.is_some())
+            .collect()
+    }
+
+    /// Turns not yet used.
+    pub fn remaining(&self) -> usize {
+        let (lock, _) = &*self.state;
+        lock.lock().map(|state| state.turns.len()).unwrap_or(0)
+    }
+
+    /// Waits until `count` scripted replies have started streaming.
+    pub fn wait_streams_started(&self, count: usize, within: Duration) -> anyhow::Result<()> {
+        let (lock, condvar) = &*self.state;
+        let deadline = std::time::Instant::now() + within;
+        let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        while state.streams_started < count {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                anyhow::bail!(
+                    "only {} of {count} scripted streams started",
+                    state.streams_started
+                );
+            }
+            state = condvar
+                .wait_timeout(state, deadline - now)
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .0;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.release_all();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl ScriptedModel {
+    fn release_all(&self) {
+        let (lock, condvar) = &*self.state;
+        if let Ok(mut state) = lock.lock() {
+            state.released = usize::MAX / 2;
+        }
+        condvar.notify_all();
+    }
+}
+
+fn last_user_text(body: &Value) -> String {
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return String::new();
+    };
+    let Some(last) = messages
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+    else {
+        return String::new();
+    };
+    match &last["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|block| {
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .or_else(|| block.get("content").and_then(Value::as_str))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_owned();
+    let mut headers = Vec::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            let (name, value) = (name.trim().to_owned(), value.trim().to_owned());
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.parse().unwrap_or(0);
+            }
+            headers.push((name, value));
+        }
+    }
+    let mut body = vec![0; length.min(64 * 1024 * 1024)];
+    reader.read_exact(&mut body)?;
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if !path.starts_with("/v1/messages") {
+        return respond_json(
+            &mut stream,
+            404,
+            &json!({ "type": "error", "error": { "type": "not_found_error", "message": "scripted server: unknown path" } }),
+        );
+    }
+    let user_text = last_user_text(&body);
+    let (lock, condvar) = &**state;
+    let (turn_index, turn) = {
+        let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let position = state.turns.iter().position(|(_, turn)| {
+            turn.when
+                .as_ref()
+                .is_none_or(|needle| user_text.contains(needle.as_str()))
+        });
+        // A side request (a title, a summary) without tools never consumes a turn whose
+        // `when` is unset, unless nothing else is scripted: CLIs send those on their own.
+        let side_request = body
+            .get("tools")
+            .is_none_or(|tools| tools.as_array().is_none_or(Vec::is_empty));
+        let chosen = match position {
+            Some(index) if !(side_request && state.turns[index].1.when.is_none()) => {
+                state.turns.remove(index)
+            }
+            _ => None,
+        };
+        state.recorded.push(Recorded {
+            path: path.clone(),
+            headers: headers.clone(),
+            body: body.clone(),
+            turn: chosen.as_ref().map(|(index, _)| *index),
+        });
+        match chosen {
+            Some((index, turn)) => (Some(index), turn),
+            None => (None, Turn::text("OK")),
+        }
+    };
+    if turn.gated {
+        let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        while state.released == 0 {
+            state = condvar
+                .wait(state)
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
+        }
+        state.released -= 1;
+    }
+    if turn_index.is_some() {
+        if let Ok(mut state) = lock.lock() {
+            state.streams_started += 1;
+        }
+        condvar.notify_all();
+    }
+    let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    anthropic::answer(&mut stream, &turn, streaming, turn_index.unwrap_or(9999))
+}
+
+fn respond_json(stream: &mut TcpStream, status: u16, body: &Value) -> anyhow::Result<()> {
+    let text = body.to_string();
+    write!(
+        stream,
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n{text}",
+        reason(status),
+        text.len(),
+        if status == 429 { "retry-after: 0\r\n" } else { "" }
+    )
+    .context("write response")
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        529 => "Overloaded",
+        _ => "Error",
+    }
+}
+
+/// The Anthropic Messages API.
+mod anthropic {
+    use super::*;
+
+    pub(super) fn answer(
+        stream: &mut TcpStream,
+        turn: &Turn,
+        streaming: bool,
+        index: usize,
+    ) -> anyhow::Result<()> {
+        let parts = match &turn.reply {
+            Reply::Status(code) => {
+                let kind = match code {
+                    429 => "rate_limit_error",
+                    529 => "overloaded_error",
+                    _ => "api_error",
+                };
+                return respond_json(
+                    stream,
+                    *code,
+                    &json!({ "type": "error", "error": { "type": kind, "message": format!("scripted {code}") } }),
+                );
+            }
+            Reply::Parts(parts) | Reply::Disconnect { parts, .. } => parts,
+        };
+        let cut_after = match &turn.reply {
+            Reply::Disconnect { after_chunks, .. } => Some(*after_chunks),
+            _ => None,
+        };
+        let stop_reason = if parts
+            .iter()
+            .any(|part| matches!(part, Part::ToolUse { .. }))
+        {
+            "tool_use"
+        } else {
+            "end_turn"
+        };
+        let message_id = format!("msg_scripted_{index}");
+        if !streaming {
+            let content: Vec<Value> = parts
+                .iter()
+                .map(|part| match part {
+                    Part::Text(chunks) => json!({ "type": "text", "text": chunks.concat() }),
+                    Part::ToolUse { id, name, input } => {
+                        json!({ "type": "tool_use", "id": id, "name": name, "input": input })
+                    }
+                })
+                .collect();
+            return respond_json(
+                stream,
+                200,
+                &json!({
+                    "id": message_id, "type": "message", "role": "assistant", "model": "scripted-model",
+                    "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+                    "usage": { "input_tokens": 12, "output_tokens": 7 }
+                }),
+            );
+        }
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut sent = 0usize;
+        let event = |stream: &mut TcpStream, name: &str, data: Value| -> anyhow::Result<bool> {
+            write!(stream, "event: {name}\ndata: {data}\n\n")?;
+            stream.flush()?;
+            Ok(true)
+        };
+        event(
+            stream,
+            "message_start",
+            json!({ "type": "message_start", "message": {
+            "id": message_id, "type": "message", "role": "assistant", "model": "scripted-model",
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": { "input_tokens": 12, "output_tokens": 1 } } }),
+        )?;
+        for (block, part) in parts.iter().enumerate() {
+            match part {
+                Part::Text(chunks) => {
+                    event(
+                        stream,
+                        "content_block_start",
+                        json!({ "type": "content_block_start", "index": block, "content_block": { "type": "text", "text": "" } }),
+                    )?;
+                    for chunk in chunks {
+                        if cut_after.is_some_and(|limit| sent >= limit) {
+                            // Drop the connection mid-stream, as a failing upstream would.
+                            let _ = stream.shutdown(std::net::Shutdown::Both);
+                            return Ok(());
+                        }
+                        if !turn.chunk_delay.is_zero() {
+                            std::thread::sleep(turn.chunk_delay);
+                        }
+                        event(
+                            stream,
+                            "content_block_delta",
+                            json!({ "type": "content_block_delta", "index": block, "delta": { "type": "text_delta", "text": chunk } }),
+                        )?;
+                        sent += 1;
+                    }
+                    event(
+                        stream,
+                        "content_block_stop",
+                        json!({ "type": "content_block_stop", "index": block }),
+                    )?;
+                }
+                Part::ToolUse { id, name, input } => {
+                    event(
+                        stream,
+                        "content_block_start",
+                        json!({ "type": "content_block_start", "index": block, "content_block": { "type": "tool_use", "id": id, "name": name, "input": {} } }),
+                    )?;
+                    event(
+                        stream,
+                        "content_block_delta",
+                        json!({ "type": "content_block_delta", "index": block, "delta": { "type": "input_json_delta", "partial_json": input.to_string() } }),
+                    )?;
+                    event(
+                        stream,
+                        "content_block_stop",
+                        json!({ "type": "content_block_stop", "index": block }),
+                    )?;
+                }
+            }
+        }
+        event(
+            stream,
+            "message_delta",
+            json!({ "type": "message_delta", "delta": { "stop_reason": stop_reason, "stop_sequence": null }, "usage": { "output_tokens": 7 } }),
+        )?;
+        event(stream, "message_stop", json!({ "type": "message_stop" }))?;
+        Ok(())
+    }
+}
