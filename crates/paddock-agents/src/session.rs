@@ -302,7 +302,7 @@ impl Actor {
             });
             failed.push(command.id);
         }
-        let processes_reaped = group_gone(self.lane.pid());
+        let processes_reaped = wait_group_gone(self.lane.pid(), Duration::from_secs(3)).await;
         let launch_dir_removed = self.dir.remove();
         self.state = SessionState::Closed;
         // Closed settles once, after the last event; then the event stream ends.
@@ -501,6 +501,21 @@ impl Actor {
                 }
             }
         }
+    }
+}
+
+/// Waits (briefly) until the leader's group is gone: the lane kills the group once the leader
+/// exits, and the kernel needs a moment to finish them.
+async fn wait_group_gone(pid: u32, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if group_gone(pid) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -162,3 +162,75 @@ async fn probe_reports_claude_and_the_rest() {
     let codex = sdk.probe(BackendId::Codex).await;
     assert!(!codex.installed && codex.problem.is_some());
 }
+
+/// A CLI that ignores SIGINT and never sees its stdin close (Claude Code behind a wrapper that
+/// keeps the pipe open and ignores SIGINT, which its children inherit) is stopped by the
+/// SIGTERM/SIGKILL steps within `force_after`, and its whole process group is reaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_forces_a_cli_that_ignores_sigint() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = ClaudeHost::new();
+    let wrapper = host.work.path().join("claude-ignoring-sigint");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/bash\ntrap '' INT\n{{ cat; sleep 3600; }} | '{}' \"$@\"\n",
+            claude().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let model = ScriptedModel::start(vec![Turn::streamed("hello").gated()]).unwrap();
+    let sdk =
+        AgentDriverSdk::new(HostConfig::new(host.root.path()).with_program("claude", &wrapper));
+    let session = sdk
+        .open(OpenRequest {
+            backend: BackendId::Claude,
+            launch: Launch {
+                working_directory: host.work.path().to_path_buf(),
+                instructions: None,
+                launch_id: "stubborn".into(),
+            },
+            config: AgentConfig::default(),
+            env: vec![
+                ("ANTHROPIC_BASE_URL".into(), model.base_url()),
+                ("ANTHROPIC_API_KEY".into(), "sk-ant-test-key".into()),
+            ],
+        })
+        .await
+        .unwrap();
+    let mut events = session.events().unwrap();
+    session.start(Command::user("c1", "hi")).await;
+    let mut seen = Vec::new();
+    testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await
+    .unwrap();
+    // Wait until the CLI is up and asking the model, so the signals reach Claude Code itself.
+    while model
+        .requests()
+        .iter()
+        .all(|request| request.turn.is_none())
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = session.snapshot().await.pid.unwrap();
+    let facts = session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: std::time::Duration::from_secs(2),
+        })
+        .await;
+    assert!(
+        matches!(facts.reason, CloseReason::Stopped { forced: true, .. }),
+        "{facts:?}"
+    );
+    assert!(facts.processes_reaped, "{facts:?}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z"))
+    );
+    model.release();
+}
