@@ -48,6 +48,17 @@ pub enum ControlCall {
         platform: String,
         profile: Option<String>,
     },
+    /// Lists the live credential vouchers: ids, launches, capabilities, ages — never values.
+    #[serde(rename = "credentials/list")]
+    CredentialsList,
+    /// Revokes voucher `id`, or every voucher of `launch` (exactly one of the two).
+    #[serde(rename = "credentials/revoke")]
+    CredentialsRevoke {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        launch: Option<String>,
+    },
 }
 
 /// An answer on the control socket.
@@ -273,6 +284,25 @@ mod tests {
                 .unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(parsed.call, ControlCall::Stop);
         assert!(serde_json::from_str::<ControlRequest>(r#"{"id":1,"method":"nope"}"#).is_err());
+        let revoke = ControlRequest {
+            id: 2,
+            call: ControlCall::CredentialsRevoke {
+                id: Some("v-0123456789ab".into()),
+                launch: None,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&revoke).ok().as_deref(),
+            Some(r#"{"id":2,"method":"credentials/revoke","params":{"id":"v-0123456789ab"}}"#)
+        );
+        let list = ControlRequest {
+            id: 3,
+            call: ControlCall::CredentialsList,
+        };
+        assert_eq!(
+            serde_json::to_string(&list).ok().as_deref(),
+            Some(r#"{"id":3,"method":"credentials/list"}"#)
+        );
     }
 
     #[tokio::test]

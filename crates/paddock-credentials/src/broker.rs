@@ -15,7 +15,7 @@ use paddock_client::SecretString;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::capability::Capabilities;
 use crate::config::{CredentialBrokerConfig, Upstream, Validated};
@@ -176,7 +176,7 @@ impl CredentialBroker {
                     upstream: upstream.name.clone(),
                     source,
                 })?;
-            info!(upstream = %upstream.name, %address, "credential proxy listening");
+            debug!(upstream = %upstream.name, %address, "credential proxy listening");
             running.listeners.push((upstream.name.clone(), address));
             tokio::spawn(proxy::serve(
                 listener,
@@ -259,7 +259,7 @@ impl CredentialBroker {
             registry.by_id.insert(id.clone(), digest);
             registry.by_digest.insert(digest, entry);
         }
-        info!(voucher = %id, launch, grants = capabilities.grants().len(), "voucher minted");
+        debug!(voucher = %id, launch, grants = capabilities.grants().len(), "voucher minted");
         Ok(Voucher {
             id,
             launch: launch.to_owned(),
@@ -293,7 +293,7 @@ impl CredentialBroker {
                 warn!(%error, path = %entry.file.display(), "could not remove a revoked voucher's file");
             }
         }
-        info!(voucher = %entry.id, launch = %entry.launch, "voucher revoked");
+        debug!(voucher = %entry.id, launch = %entry.launch, "voucher revoked");
         Ok(entry.info())
     }
 

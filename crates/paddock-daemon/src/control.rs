@@ -42,6 +42,14 @@ pub trait ControlHandler: Send + Sync + 'static {
         profile: Option<String>,
         progress: tokio::sync::mpsc::UnboundedSender<String>,
     ) -> BoxFuture<'static, Result<serde_json::Value, String>>;
+    /// The live credential vouchers (never their values).
+    fn credentials_list(&self) -> serde_json::Value;
+    /// Revokes one voucher or a launch's; the error is `(code, message)`.
+    fn credentials_revoke(
+        &self,
+        id: Option<String>,
+        launch: Option<String>,
+    ) -> Result<serde_json::Value, (&'static str, String)>;
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -186,6 +194,24 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 let response = match outcome {
                     Ok(result) => ok_response(id, result),
                     Err(message) => error_response(id, "device_error", &message),
+                };
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            ControlCall::CredentialsList => {
+                let response = ok_response(id, handler.credentials_list());
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            ControlCall::CredentialsRevoke {
+                id: voucher,
+                launch,
+            } => {
+                let response = match handler.credentials_revoke(voucher, launch) {
+                    Ok(result) => ok_response(id, result),
+                    Err((code, message)) => error_response(id, code, &message),
                 };
                 if write_frame(&mut writer, &response).await.is_err() {
                     return;

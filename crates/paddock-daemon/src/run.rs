@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use paddock_client::control::{DaemonState, StatusResult};
 use paddock_client::{ClientEnv, DaemonPaths, PidRecord, SecretString};
+use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, VoucherInfo};
 use paddock_ingress::{BoundIngress, IngressConfig};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
@@ -159,6 +160,8 @@ struct Runtime {
     paths: DaemonPaths,
     stop_tx: mpsc::Sender<()>,
     mcp: Arc<McpHost>,
+    /// Mints nothing by itself: the agent driver mints a voucher per launch.
+    credentials: CredentialBroker,
 }
 
 impl ControlHandler for Runtime {
@@ -229,6 +232,47 @@ impl ControlHandler for Runtime {
         })
     }
 
+    fn credentials_list(&self) -> serde_json::Value {
+        let vouchers: Vec<serde_json::Value> =
+            self.credentials.list().iter().map(voucher_json).collect();
+        serde_json::json!({ "vouchers": vouchers })
+    }
+
+    fn credentials_revoke(
+        &self,
+        id: Option<String>,
+        launch: Option<String>,
+    ) -> Result<serde_json::Value, (&'static str, String)> {
+        let revoked = match (id, launch) {
+            (Some(id), None) => vec![
+                self.credentials
+                    .revoke(&id)
+                    .map_err(|error| ("not_found", error.to_string()))?,
+            ],
+            (None, Some(launch)) => {
+                let revoked = self.credentials.revoke_launch(&launch);
+                if revoked.is_empty() {
+                    return Err((
+                        "not_found",
+                        format!("launch `{launch}` holds no live vouchers"),
+                    ));
+                }
+                revoked
+            }
+            _ => {
+                return Err((
+                    "invalid_params",
+                    "name exactly one of a voucher id or a launch".to_owned(),
+                ));
+            }
+        };
+        for voucher in &revoked {
+            info!(voucher = %voucher.id, launch = %voucher.launch, "voucher revoked over the control socket");
+        }
+        let revoked: Vec<serde_json::Value> = revoked.iter().map(voucher_json).collect();
+        Ok(serde_json::json!({ "revoked": revoked }))
+    }
+
     fn serve_mcp(
         &self,
         session_id: String,
@@ -242,6 +286,33 @@ impl ControlHandler for Runtime {
             }
         })
     }
+}
+
+/// The wire shape of a voucher in `credentials/*` answers: never its value.
+fn voucher_json(info: &VoucherInfo) -> serde_json::Value {
+    let capabilities: Vec<serde_json::Value> = info
+        .capabilities
+        .grants()
+        .iter()
+        .map(|grant| {
+            serde_json::json!({
+                "upstream": grant.upstream(),
+                "method": grant.method(),
+                "pathPrefix": grant.path_prefix(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "id": info.id,
+        "launch": info.launch,
+        "capabilities": capabilities,
+        "ageMs": u64::try_from(info.age.as_millis()).unwrap_or(u64::MAX),
+        "mintedAtUnixMs": info
+            .minted_at
+            .duration_since(UNIX_EPOCH)
+            .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0),
+    })
 }
 
 /// Generates a fresh token: 32 random bytes, base64url without padding (256 bits).
@@ -274,6 +345,10 @@ pub async fn run(
     let started = Instant::now();
     let (mcp, pool) = build_mcp(&config, &paths, started)?;
     let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
+    // No upstreams yet, so it listens nowhere; it exists so vouchers have one owner.
+    let credentials = CredentialBroker::start(CredentialBrokerConfig::default())
+        .await
+        .context("could not start the credential broker")?;
     subsystems.extend(config.subsystems.iter().cloned());
 
     // 1. The token exists only in memory until startup finishes.
@@ -315,6 +390,7 @@ pub async fn run(
         paths: paths.clone(),
         stop_tx,
         mcp: mcp.clone(),
+        credentials: credentials.clone(),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(
@@ -386,6 +462,8 @@ pub async fn run(
     for subsystem in subsystems.iter().rev() {
         subsystem.shutdown().await;
     }
+    // After the agents stop: whatever still holds a voucher loses it now.
+    credentials.shutdown();
     let _ = serve_stop_tx.send(true);
     match tokio::time::timeout(config.drain_timeout, ingress_task).await {
         Ok(Ok(Ok(()))) => {}

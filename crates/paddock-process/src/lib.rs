@@ -187,6 +187,17 @@ impl ManagedChild {
         }
     }
 
+    /// Sends `signal` to the child alone (a foreground child shares its caller's group).
+    pub fn signal(&self, signal: rustix::process::Signal) {
+        if self.exit.borrow().is_none()
+            && let Some(pid) = i32::try_from(self.pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+
     /// Sends `signal` to the whole process group.
     pub fn signal_group(&self, signal: rustix::process::Signal) {
         signal_group(self.pid, signal);

@@ -1,5 +1,6 @@
 //! The `paddock` command: clap definitions and glue. The work happens in the library crates.
 
+mod credentials_cmd;
 mod daemon_cmd;
 mod devices_cmd;
 mod logging;
@@ -29,6 +30,8 @@ enum Command {
     Mcp(mcp_cmd::McpArgs),
     /// List the device pool and its sessions, or warm more devices.
     Devices(devices_cmd::DevicesArgs),
+    /// Run a command with a voucher instead of a real API key; list or revoke vouchers.
+    Credentials(credentials_cmd::CredentialsArgs),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
             Command::Daemon(command) => daemon_cmd::run(command, &cli.logging).await,
             Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
             Command::Devices(args) => devices_cmd::run(args).await,
+            Command::Credentials(args) => credentials_cmd::run(args).await,
         }
     });
     match result {
