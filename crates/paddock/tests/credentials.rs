@@ -352,3 +352,80 @@ fn list_and_revoke_talk_to_the_daemon() {
     let neither = harness.run(["credentials", "revoke"]).unwrap();
     assert_eq!(neither.code(), Some(2));
 }
+
+/// The real Claude Code CLI (npm, installed by `scripts/setup --dev`) completes a turn against
+/// the scripted Anthropic server holding only a voucher: the server sees the real key in
+/// `x-api-key` and the stamps, never the voucher.
+#[test]
+fn the_real_claude_cli_completes_a_turn_with_only_a_voucher() {
+    let claude =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin/claude");
+    assert!(
+        claude.exists(),
+        "`{}` is missing; run `scripts/setup --dev`",
+        claude.display()
+    );
+    let model =
+        paddock_testkit::model::ScriptedModel::start(vec![paddock_testkit::model::Turn::streamed(
+            "Hello from the scripted model",
+        )])
+        .unwrap();
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    harness
+        .set_env("ANTHROPIC_API_KEY", KEY)
+        .set_env("DISABLE_AUTOUPDATER", "1")
+        .set_env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    let claude = claude.display().to_string();
+    let output = harness
+        .run([
+            "credentials",
+            "exec",
+            "--upstream",
+            &model.base_url(),
+            "--key-from",
+            "env:ANTHROPIC_API_KEY",
+            "--header",
+            "x-api-key",
+            "--base-url-env",
+            "ANTHROPIC_BASE_URL",
+            "--voucher-env",
+            "ANTHROPIC_API_KEY",
+            "--allow",
+            "POST /v1/messages",
+            "--",
+            &claude,
+            "-p",
+            "Say hello",
+        ])
+        .unwrap();
+    assert_eq!(output.code(), Some(0), "{output}");
+    assert!(
+        output.stdout().contains("Hello from the scripted model"),
+        "{output}"
+    );
+    let requests = model.requests();
+    assert!(
+        requests.iter().any(|request| request.turn == Some(0)),
+        "{requests:?}"
+    );
+    for request in &requests {
+        assert_eq!(request.header("x-api-key"), Some(KEY), "{request:?}");
+        assert!(
+            request
+                .header("x-agent-id")
+                .is_some_and(|id| id.starts_with("exec-")),
+            "{request:?}"
+        );
+        assert_eq!(
+            request.header("x-agent-active-capabilities"),
+            Some("POST /v1/messages")
+        );
+        assert!(
+            !request
+                .headers
+                .iter()
+                .any(|(_, value)| value.contains("vch_")),
+            "the model server saw a voucher: {request:?}"
+        );
+    }
+}
