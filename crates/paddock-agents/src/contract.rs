@@ -335,6 +335,12 @@ pub enum OpenError {
     Spawn { program: String, message: String },
     #[error("working directory `{0}` does not exist")]
     WorkingDirectory(PathBuf),
+    #[error(
+        "`{backend}` calls a model API, and no credential broker is configured; launches never get a real key"
+    )]
+    NoCredentialBroker { backend: BackendId },
+    #[error("could not mint credentials for the launch: {0}")]
+    Credentials(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

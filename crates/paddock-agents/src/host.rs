@@ -28,6 +28,8 @@ pub struct HostConfig {
     pub env: Vec<(String, String)>,
     /// The `paddock` executable exposed on PATH inside every session.
     pub paddock_command: Option<PathBuf>,
+    /// The credential broker; CLIs that call a model API cannot launch without one.
+    pub credentials: Option<std::sync::Arc<dyn crate::credentials::LaunchCredentials>>,
 }
 
 impl HostConfig {
@@ -41,7 +43,16 @@ impl HostConfig {
                 .collect(),
             env: Vec::new(),
             paddock_command: None,
+            credentials: None,
         }
+    }
+
+    pub fn with_credentials(
+        mut self,
+        credentials: std::sync::Arc<dyn crate::credentials::LaunchCredentials>,
+    ) -> Self {
+        self.credentials = Some(credentials);
+        self
     }
 
     pub fn with_program(mut self, backend: &str, path: impl Into<PathBuf>) -> Self {
@@ -141,6 +152,7 @@ pub fn compose_env(
     dir: &LaunchDir,
     adapter_defaults: &[(String, String)],
     request: &[(String, String)],
+    secrets: &[(OsString, OsString)],
 ) -> Vec<(OsString, OsString)> {
     let mut env: BTreeMap<String, OsString> = BTreeMap::new();
     for name in &host.inherit {
@@ -160,6 +172,10 @@ pub fn compose_env(
     }
     if let Ok(joined) = std::env::join_paths(path) {
         env.insert("PATH".into(), joined);
+    }
+    // Credentials come last: no layer can replace the voucher with a real key.
+    for (name, value) in secrets {
+        env.insert(name.to_string_lossy().into_owned(), value.clone());
     }
     env.into_iter()
         .map(|(name, value)| (name.into(), value))
@@ -190,6 +206,12 @@ mod tests {
         assert!(dir.remove());
     }
 
+    fn get_value(env: &[(OsString, OsString)], name: &str) -> Option<String> {
+        env.iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.to_string_lossy().into_owned())
+    }
+
     #[test]
     fn env_layers_in_order_and_nothing_else() {
         let root = tempfile::tempdir().unwrap();
@@ -204,7 +226,15 @@ mod tests {
                 ("LAYER".into(), "adapter".into()),
                 ("ADAPTER_ONLY".into(), "1".into()),
             ],
-            &[("LAYER".into(), "request".into())],
+            &[
+                ("LAYER".into(), "request".into()),
+                ("ANTHROPIC_API_KEY".into(), "real".into()),
+            ],
+            &[("ANTHROPIC_API_KEY".into(), "voucher".into())],
+        );
+        assert_eq!(
+            get_value(&env, "ANTHROPIC_API_KEY").as_deref(),
+            Some("voucher")
         );
         let get = |name: &str| {
             env.iter()

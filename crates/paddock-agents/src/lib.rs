@@ -12,12 +12,14 @@
 
 pub mod adapters;
 pub mod contract;
+pub mod credentials;
 pub mod host;
 mod lane;
 mod session;
 pub mod testing;
 
 pub use contract::*;
+pub use credentials::{BrokerCredentials, LaunchCredentials, LaunchSecrets};
 pub use host::{HostConfig, LaunchDir};
 pub use session::Session;
 

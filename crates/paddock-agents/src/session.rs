@@ -161,13 +161,33 @@ pub(crate) async fn open(
             request.launch.working_directory.clone(),
         ));
     }
+    let credentials = match (&host.credentials, adapter.needs_model_credentials()) {
+        (None, true) => {
+            return Err(OpenError::NoCredentialBroker {
+                backend: request.backend,
+            });
+        }
+        (credentials, _) => credentials.clone(),
+    };
     let dir = LaunchDir::create(&host, &request.launch.launch_id)
         .map_err(|error| OpenError::LaunchDir(error.to_string()))?;
+    let secrets = match &credentials {
+        Some(credentials) => {
+            match credentials.prepare(request.backend, &request.launch.launch_id, &dir.root) {
+                Ok(secrets) => secrets,
+                Err(message) => {
+                    dir.remove();
+                    return Err(OpenError::Credentials(message));
+                }
+            }
+        }
+        None => crate::credentials::LaunchSecrets::default(),
+    };
     let plan = adapter.launch(&request);
     let spec = ChildSpec {
         program: program.clone(),
         args: plan.args,
-        env: compose_env(&host, &dir, &plan.env, &request.env),
+        env: compose_env(&host, &dir, &plan.env, &request.env, &secrets.env),
         current_dir: Some(request.launch.working_directory.clone()),
         stdin: true,
         stdout: true,
@@ -177,6 +197,9 @@ pub(crate) async fn open(
         Ok(lane) => lane,
         Err(error) => {
             dir.remove();
+            if let Some(credentials) = &credentials {
+                credentials.release(&request.launch.launch_id);
+            }
             return Err(OpenError::Spawn {
                 program: program.display().to_string(),
                 message: error.to_string(),
@@ -187,6 +210,7 @@ pub(crate) async fn open(
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed_rx) = watch::channel(None);
     let actor = Actor {
+        credentials: credentials.map(|credentials| (credentials, request.launch.launch_id.clone())),
         backend: request.backend,
         mid_turn: adapter.capabilities().mid_turn_delivery,
         decoder: adapter.decoder(),
@@ -214,6 +238,8 @@ pub(crate) async fn open(
 }
 
 struct Actor {
+    /// The broker and launch id whose vouchers are revoked at close.
+    credentials: Option<(Arc<dyn crate::credentials::LaunchCredentials>, String)>,
     backend: BackendId,
     mid_turn: MidTurnDelivery,
     adapter: Arc<dyn Adapter>,
@@ -303,6 +329,9 @@ impl Actor {
             failed.push(command.id);
         }
         let processes_reaped = wait_group_gone(self.lane.pid(), Duration::from_secs(3)).await;
+        if let Some((credentials, launch)) = &self.credentials {
+            credentials.release(launch);
+        }
         let launch_dir_removed = self.dir.remove();
         self.state = SessionState::Closed;
         // Closed settles once, after the last event; then the event stream ends.

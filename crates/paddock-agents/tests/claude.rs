@@ -11,6 +11,31 @@ use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
 use paddock_agents::*;
 use paddock_testkit::model::{ScriptedModel, Turn};
 
+/// The real key; only the scripted upstream may ever see it.
+const REAL_KEY: &str = "sk-ant-real-key-for-tests";
+
+/// A broker whose `anthropic` upstream is `model`, swapping vouchers for [`REAL_KEY`].
+async fn broker_for(model: &ScriptedModel) -> std::sync::Arc<dyn LaunchCredentials> {
+    use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamConfig};
+    let broker = CredentialBroker::start(CredentialBrokerConfig {
+        upstreams: vec![UpstreamConfig {
+            name: "anthropic".into(),
+            url: model.base_url(),
+            credential: paddock_client::SecretString::new(REAL_KEY),
+            header: "x-api-key".into(),
+            scheme: None,
+        }],
+        ..CredentialBrokerConfig::default()
+    })
+    .await
+    .unwrap();
+    std::sync::Arc::new(BrokerCredentials {
+        broker: std::sync::Arc::new(broker),
+        anthropic_upstream: "anthropic".into(),
+        paddock_upstream: "anthropic".into(),
+    })
+}
+
 fn claude() -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/agents/node_modules/.bin/claude");
@@ -61,10 +86,13 @@ impl ConformanceHost for ClaudeHost {
                 .map(|(index, step)| turn(step, index))
                 .collect(),
         )?;
-        let base_url = model.base_url();
+        let credentials = broker_for(&model).await;
         self.models.lock().unwrap().push(model);
-        let sdk =
-            AgentDriverSdk::new(HostConfig::new(self.root.path()).with_program("claude", claude()));
+        let sdk = AgentDriverSdk::new(
+            HostConfig::new(self.root.path())
+                .with_program("claude", claude())
+                .with_credentials(credentials),
+        );
         let launch = self.launches.fetch_add(1, Ordering::SeqCst);
         let session = sdk
             .open(OpenRequest {
@@ -75,10 +103,7 @@ impl ConformanceHost for ClaudeHost {
                     launch_id: format!("conformance-{launch}"),
                 },
                 config: AgentConfig::default(),
-                env: vec![
-                    ("ANTHROPIC_BASE_URL".into(), base_url),
-                    ("ANTHROPIC_API_KEY".into(), "sk-ant-test-key".into()),
-                ],
+                env: Vec::new(),
             })
             .await?;
         Ok(session)
@@ -93,7 +118,89 @@ impl ConformanceHost for ClaudeHost {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_two_turns() {
-    testing::two_turns(&ClaudeHost::new()).await.unwrap();
+    let host = ClaudeHost::new();
+    testing::two_turns(&host).await.unwrap();
+    // Claude Code held only a voucher: the upstream saw the real key, the voucher never left
+    // the proxy.
+    let models = host.models.lock().unwrap();
+    let requests = models[0].scripted_requests();
+    assert!(requests.len() >= 2, "{requests:?}");
+    for request in &requests {
+        assert_eq!(request.header("x-api-key"), Some(REAL_KEY));
+        assert!(
+            request
+                .headers
+                .iter()
+                .all(|(_, value)| !value.starts_with("vch_")),
+            "{:?}",
+            request.headers
+        );
+        assert!(
+            request.header("x-agent-id").is_some(),
+            "the proxy stamps the launch"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_never_holds_the_real_key() {
+    let host = ClaudeHost::new();
+    let session = host
+        .open(vec![ScriptTurn::GatedText("hello".into())])
+        .await
+        .unwrap();
+    let mut events = session.events().unwrap();
+    session.start(Command::user("c1", "hi")).await;
+    let mut seen = Vec::new();
+    testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await
+    .unwrap();
+    let pid = session.snapshot().await.pid.unwrap();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(!environ.contains(REAL_KEY), "the real key reached the CLI");
+    assert!(
+        environ.contains("ANTHROPIC_API_KEY=vch_"),
+        "the CLI holds a voucher"
+    );
+    assert!(environ.contains("PADDOCK_PROXY_TOKEN_FILE="));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
+    host.release_gate();
+    session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: std::time::Duration::from_secs(5),
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_without_a_broker_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let sdk = AgentDriverSdk::new(HostConfig::new(root.path()).with_program("claude", claude()));
+    let error = sdk
+        .open(OpenRequest {
+            backend: BackendId::Claude,
+            launch: Launch {
+                working_directory: root.path().to_path_buf(),
+                instructions: None,
+                launch_id: "no-broker".into(),
+            },
+            config: AgentConfig::default(),
+            env: Vec::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        OpenError::NoCredentialBroker {
+            backend: BackendId::Claude
+        }
+    );
+    assert!(!root.path().join("launches/no-broker").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,8 +288,11 @@ async fn stop_forces_a_cli_that_ignores_sigint() {
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     let model = ScriptedModel::start(vec![Turn::streamed("hello").gated()]).unwrap();
-    let sdk =
-        AgentDriverSdk::new(HostConfig::new(host.root.path()).with_program("claude", &wrapper));
+    let sdk = AgentDriverSdk::new(
+        HostConfig::new(host.root.path())
+            .with_program("claude", &wrapper)
+            .with_credentials(broker_for(&model).await),
+    );
     let session = sdk
         .open(OpenRequest {
             backend: BackendId::Claude,

@@ -61,6 +61,10 @@ pub trait Adapter: Send + Sync {
         input: &Value,
     ) -> String;
     fn decoder(&self) -> Box<dyn Decoder>;
+    /// Whether the runtime calls a model API and so needs a voucher from the broker.
+    fn needs_model_credentials(&self) -> bool {
+        true
+    }
 }
 
 /// The adapter for `backend`.
