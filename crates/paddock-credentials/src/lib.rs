@@ -18,7 +18,45 @@
 //!
 //! This crate knows nothing of MCP, the daemon or the CLI. Launching an agent with a voucher:
 //! [`CredentialBroker::mint_for_launch`], then [`CredentialBroker::launch_env`] for the
-//! variables to put in the child's environment.
+//! variables to put in the child's environment, and [`CredentialBroker::revoke_launch`] when
+//! the launch ends:
+//!
+//! ```
+//! # async fn launch(key: paddock_client::SecretString, launch_dir: &std::path::Path)
+//! # -> Result<(), paddock_credentials::CredentialError> {
+//! use paddock_credentials::{
+//!     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, LaunchEnvSpec,
+//!     UpstreamConfig, VendorEnv,
+//! };
+//!
+//! let broker = CredentialBroker::start(CredentialBrokerConfig {
+//!     upstreams: vec![UpstreamConfig {
+//!         name: "anthropic".into(),
+//!         url: "http://127.0.0.1:8080".into(),
+//!         credential: key,
+//!         header: "x-api-key".into(),
+//!         scheme: None,
+//!     }],
+//!     ..CredentialBrokerConfig::default()
+//! })
+//! .await?;
+//! let grants = Capabilities::new([Grant::parse("anthropic", "POST /v1/messages")?]);
+//! let voucher = broker.mint_for_launch("launch-1", grants, launch_dir)?;
+//! let env = broker.launch_env(
+//!     &voucher,
+//!     &LaunchEnvSpec {
+//!         proxy_upstream: "anthropic".into(),
+//!         vendors: vec![VendorEnv::claude_code("anthropic")],
+//!     },
+//! )?;
+//! // PADDOCK_PROXY_URL, PADDOCK_PROXY_TOKEN_FILE, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (the
+//! // voucher): append to the child's explicit environment, which must hold no real key.
+//! let _child_env = env.expose_vars();
+//! // When the launch ends:
+//! broker.revoke_launch("launch-1");
+//! # Ok(())
+//! # }
+//! ```
 
 mod broker;
 mod capability;

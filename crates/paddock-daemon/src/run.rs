@@ -344,11 +344,12 @@ pub async fn run(
     };
     let started = Instant::now();
     let (mcp, pool) = build_mcp(&config, &paths, started)?;
-    let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
-    // No upstreams yet, so it listens nowhere; it exists so vouchers have one owner.
+    // No upstreams yet, so it listens nowhere; it exists so vouchers have one owner. Created
+    // before the subsystems so that an agent subsystem can be handed a clone to mint with.
     let credentials = CredentialBroker::start(CredentialBrokerConfig::default())
         .await
         .context("could not start the credential broker")?;
+    let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
     subsystems.extend(config.subsystems.iter().cloned());
 
     // 1. The token exists only in memory until startup finishes.
