@@ -77,6 +77,35 @@ pub enum MidTurnDelivery {
     Reject,
 }
 
+impl Lifetime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Turn => "turn",
+        }
+    }
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Process => "process",
+            Self::InProcessSdk => "in_process_sdk",
+            Self::Service => "service",
+        }
+    }
+}
+
+impl MidTurnDelivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SafeBoundaryQueue => "safe_boundary_queue",
+            Self::Steer => "steer",
+            Self::Reject => "reject",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     pub lifetime: Lifetime,

@@ -1,5 +1,6 @@
 //! The `paddock` command: clap definitions and glue. The work happens in the library crates.
 
+mod agent_cmd;
 mod credentials_cmd;
 mod daemon_cmd;
 mod devices_cmd;
@@ -32,6 +33,9 @@ enum Command {
     Devices(devices_cmd::DevicesArgs),
     /// Run a command with a voucher instead of a real API key; list or revoke vouchers.
     Credentials(credentials_cmd::CredentialsArgs),
+    /// Run coding-agent CLIs through Paddock's agent driver (`run`, `chat`, `probe`).
+    #[command(subcommand)]
+    Agent(agent_cmd::AgentCommand),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
             Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
             Command::Devices(args) => devices_cmd::run(args).await,
             Command::Credentials(args) => credentials_cmd::run(args).await,
+            Command::Agent(command) => agent_cmd::run(command).await,
         }
     });
     match result {

@@ -1,0 +1,163 @@
+//! `paddock agent` through the real binary and the real Claude Code CLI, against the scripted
+//! model server, with the key behind the credential proxy.
+#![cfg(test)]
+
+use std::path::PathBuf;
+
+use paddock_testkit::DaemonHarness;
+use paddock_testkit::model::{ScriptedModel, Turn};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paddock");
+const KEY: &str = "sk-ant-cli-test-key";
+
+fn harness_with_claude() -> DaemonHarness {
+    let bin =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
+    assert!(
+        bin.join("claude").exists(),
+        "hint: run `scripts/setup --dev`"
+    );
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    harness.set_env("PATH", path).set_env("TEST_MODEL_KEY", KEY);
+    harness
+}
+
+#[test]
+fn agent_run_prints_the_answer_and_json_events() {
+    let harness = harness_with_claude();
+    let model = ScriptedModel::start(vec![
+        Turn::streamed("The answer is forty-two."),
+        Turn::text("Second run."),
+    ])
+    .unwrap();
+    let upstream = model.base_url();
+    let run = harness
+        .run([
+            "agent",
+            "run",
+            "--upstream",
+            &upstream,
+            "--key-from",
+            "env:TEST_MODEL_KEY",
+            "what is the answer?",
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    assert!(run.stdout().contains("The answer is forty-two."), "{run}");
+    assert!(run.stderr().contains("[c1: Completed]"), "{run}");
+
+    let json = harness
+        .run([
+            "agent",
+            "run",
+            "--json",
+            "--upstream",
+            &upstream,
+            "--key-from",
+            "env:TEST_MODEL_KEY",
+            "again",
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    let kinds: Vec<String> = json
+        .stdout()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for kind in [
+        "command_accepted",
+        "turn_started",
+        "session_started",
+        "assistant_message_completed",
+        "turn_completed",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == kind),
+            "{kind} missing from {kinds:?}"
+        );
+    }
+    for request in model.scripted_requests() {
+        assert_eq!(
+            request.header("x-api-key"),
+            Some(KEY),
+            "the upstream sees the real key"
+        );
+    }
+    assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY));
+}
+
+#[test]
+fn agent_refuses_to_hand_over_the_key_and_needs_an_upstream() {
+    let harness = harness_with_claude();
+    let no_upstream = harness
+        .run(["agent", "run", "--key-from", "env:TEST_MODEL_KEY", "hi"])
+        .unwrap();
+    assert_eq!(no_upstream.code(), Some(1), "{no_upstream}");
+    assert!(
+        no_upstream.stderr().contains("hint: pass `--upstream"),
+        "{no_upstream}"
+    );
+    let leak = harness
+        .run([
+            "agent",
+            "run",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--key-from",
+            "env:TEST_MODEL_KEY",
+            "--pass-env",
+            "TEST_MODEL_KEY",
+            "hi",
+        ])
+        .unwrap();
+    assert_eq!(leak.code(), Some(1));
+    assert!(
+        leak.stderr().contains("would hand the agent the real key"),
+        "{leak}"
+    );
+}
+
+#[test]
+fn agent_probe_lists_every_backend() {
+    let harness = harness_with_claude();
+    let table = harness.run(["agent", "probe"]).unwrap().success().unwrap();
+    assert!(
+        table.stdout().lines().any(|line| line.starts_with("claude")
+            && line.contains("installed")
+            && line.contains("2.1.70")),
+        "{table}"
+    );
+    let json = harness
+        .run(["agent", "probe", "--json"])
+        .unwrap()
+        .success()
+        .unwrap();
+    let backends: Vec<serde_json::Value> = json
+        .stdout()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(backends.len(), 5);
+    assert!(
+        backends
+            .iter()
+            .any(|b| b["backend"] == "codex" && b["installed"] == false)
+    );
+    assert!(
+        backends
+            .iter()
+            .any(|b| b["backend"] == "claude" && b["midTurnDelivery"] == "safe_boundary_queue")
+    );
+}
