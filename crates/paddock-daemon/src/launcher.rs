@@ -197,11 +197,27 @@ async fn wait_for_exit(
             ),
         };
         if gone {
-            // A client such as `paddock mcp` may already have started a successor; its files
-            // are not leftovers.
-            if let LockAttempt::Acquired(lock) = InstanceLock::try_acquire(&paths.lock_file)? {
-                remove_stale_files(paths);
-                drop(lock);
+            // The kernel releases a killed process's lock as it tears the process down, a
+            // moment after the process stops counting as alive; wait for that briefly. A
+            // successor that a client such as `paddock mcp` started meanwhile keeps the lock,
+            // and its files are not leftovers.
+            let settle = Instant::now() + Duration::from_secs(2);
+            loop {
+                if let LockAttempt::Acquired(lock) = InstanceLock::try_acquire(&paths.lock_file)? {
+                    let still_ours = PidRecord::read(&paths.pid_file)
+                        .ok()
+                        .flatten()
+                        .is_none_or(|record| Some(record.pid) == pid || pid.is_none());
+                    if still_ours {
+                        remove_stale_files(paths);
+                    }
+                    drop(lock);
+                    break;
+                }
+                if Instant::now() >= settle {
+                    break;
+                }
+                tokio::time::sleep(POLL_INTERVAL).await;
             }
             return Ok(true);
         }
