@@ -727,3 +727,44 @@ fn the_fast_path_answers_exactly_like_rmcp() {
         .unwrap();
     assert_eq!(string_id.json().unwrap()["id"], "abc");
 }
+
+#[test]
+fn sessionless_2026_07_28_requests_are_served() {
+    let (_harness, http) = started(&[]);
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {
+            "name": "listDevices",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    });
+    let response = RawRequest::new("POST", "/mcp")
+        .bearer(&http.token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "listDevices")
+        .body(body.to_string())
+        .send(http.port)
+        .unwrap();
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.header("mcp-session-id"), None);
+    let answer = response.json().unwrap();
+    assert_eq!(answer["id"], 9);
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({ "devices": [] }),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["result"]["resultType"], "complete",
+        "2026-07-28 results carry resultType"
+    );
+}
