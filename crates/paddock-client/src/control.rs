@@ -59,6 +59,101 @@ pub enum ControlCall {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         launch: Option<String>,
     },
+    /// Lists a bot's PII filters in pipeline order ([`PiiListResult`]).
+    #[serde(rename = "pii/list")]
+    PiiList { bot: String },
+    /// Appends a plugin filter to a bot's pipeline ([`PiiFilter`]). What an agent session may
+    /// do, with `pii/list`.
+    #[serde(rename = "pii/add")]
+    PiiAdd {
+        bot: String,
+        source: SensitiveText,
+        description: String,
+    },
+    /// Enables or disables one filter of a bot. For the owner, not for agent sessions.
+    #[serde(rename = "pii/setEnabled", rename_all = "camelCase")]
+    PiiSetEnabled {
+        bot: String,
+        filter_id: String,
+        enabled: bool,
+    },
+    /// Deletes one filter of a bot (deleted defaults stay deleted). For the owner, not for
+    /// agent sessions.
+    #[serde(rename = "pii/delete", rename_all = "camelCase")]
+    PiiDelete { bot: String, filter_id: String },
+    /// The playground: runs a bot's pipeline over at most 1024 bytes and stores nothing
+    /// ([`PiiRedactResult`]).
+    #[serde(rename = "pii/test")]
+    PiiTest { bot: String, text: SensitiveText },
+    /// Runs a bot's pipeline over a text ([`PiiRedactResult`]).
+    #[serde(rename = "pii/redact")]
+    PiiRedact { bot: String, text: SensitiveText },
+}
+
+/// Text that may hold the very values PII filters exist to remove (message text, plugin
+/// sources). It travels as a plain JSON string, but its `Debug` shows only its length, so a
+/// logged request never carries it. Read it with [`SensitiveText::expose`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SensitiveText(String);
+
+impl SensitiveText {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    /// The text itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SensitiveText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SensitiveText(<{} bytes>)", self.0.len())
+    }
+}
+
+/// The answer to `pii/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiListResult {
+    pub bot: String,
+    /// Changes with every management change of the bot's pipeline.
+    pub revision: u64,
+    pub filters: Vec<PiiFilter>,
+}
+
+/// One filter as listed (and as `pii/add` answers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiFilter {
+    /// `keys`, `email`, `id-numbers`, `phone-numbers`, `bank-cards` or `plugin-N`.
+    pub id: String,
+    pub enabled: bool,
+    pub kind: PiiFilterKind,
+    /// A default filter's display name, a plugin's description.
+    pub description: String,
+    /// When a plugin was added, RFC 3339 UTC; absent for defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// Whether a filter is built in or an added plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PiiFilterKind {
+    Default,
+    Plugin,
+}
+
+/// The answer to `pii/test` and `pii/redact`, and what `paddock pii redact` prints: the
+/// filtered text and the ids of the filters that reported a hit, never a detected value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiRedactResult {
+    pub text: String,
+    pub triggered_filters: Vec<String>,
 }
 
 /// An answer on the control socket.
@@ -303,6 +398,37 @@ mod tests {
             serde_json::to_string(&list).ok().as_deref(),
             Some(r#"{"id":3,"method":"credentials/list"}"#)
         );
+        let set_enabled = ControlRequest {
+            id: 4,
+            call: ControlCall::PiiSetEnabled {
+                bot: "helper".into(),
+                filter_id: "email".into(),
+                enabled: false,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&set_enabled).ok().as_deref(),
+            Some(
+                r#"{"id":4,"method":"pii/setEnabled","params":{"bot":"helper","filterId":"email","enabled":false}}"#
+            )
+        );
+        let redact = ControlRequest {
+            id: 5,
+            call: ControlCall::PiiRedact {
+                bot: "helper".into(),
+                text: SensitiveText::new("mail me at a@example.com"),
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&redact).ok().as_deref(),
+            Some(
+                r#"{"id":5,"method":"pii/redact","params":{"bot":"helper","text":"mail me at a@example.com"}}"#
+            )
+        );
+        // A logged request shows the text's length, not the text.
+        let logged = format!("{redact:?}");
+        assert!(!logged.contains("example.com"), "{logged}");
+        assert!(logged.contains("<24 bytes>"), "{logged}");
     }
 
     #[tokio::test]

@@ -16,6 +16,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
+use crate::pii::PiiOperation;
 use crate::subsystem::BoxFuture;
 
 /// What the control socket needs from the daemon.
@@ -50,6 +51,11 @@ pub trait ControlHandler: Send + Sync + 'static {
         id: Option<String>,
         launch: Option<String>,
     ) -> Result<serde_json::Value, (&'static str, String)>;
+    /// Performs a `pii/*` operation; the error is `(code, message)` and never holds text.
+    fn pii(
+        &self,
+        operation: PiiOperation,
+    ) -> BoxFuture<'static, Result<serde_json::Value, (&'static str, String)>>;
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -212,6 +218,23 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 let response = match handler.credentials_revoke(voucher, launch) {
                     Ok(result) => ok_response(id, result),
                     Err((code, message)) => error_response(id, code, &message),
+                };
+                if write_frame(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            call @ (ControlCall::PiiList { .. }
+            | ControlCall::PiiAdd { .. }
+            | ControlCall::PiiSetEnabled { .. }
+            | ControlCall::PiiDelete { .. }
+            | ControlCall::PiiTest { .. }
+            | ControlCall::PiiRedact { .. }) => {
+                let response = match PiiOperation::from_call(call) {
+                    Some(operation) => match handler.pii(operation).await {
+                        Ok(result) => ok_response(id, result),
+                        Err((code, message)) => error_response(id, code, &message),
+                    },
+                    None => error_response(id, "internal", "not a `pii/*` method"),
                 };
                 if write_frame(&mut writer, &response).await.is_err() {
                     return;

@@ -8,6 +8,7 @@ pub mod files;
 pub mod launcher;
 pub mod lock;
 pub mod mcp;
+pub mod pii;
 pub mod run;
 pub mod stdio_proxy;
 pub mod subsystem;

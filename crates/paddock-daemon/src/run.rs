@@ -30,6 +30,7 @@ use crate::devices::PoolSubsystem;
 use crate::files;
 use crate::lock::{InstanceLock, LockAttempt};
 use crate::mcp::McpHost;
+use crate::pii::{PiiHost, PiiOperation};
 use crate::subsystem::{BoxFuture, Subsystem};
 
 /// How long a failed daemon keeps answering `503 Daemon startup failed` before it exits, so
@@ -162,6 +163,8 @@ struct Runtime {
     mcp: Arc<McpHost>,
     /// Mints nothing by itself: the agent driver mints a voucher per launch.
     credentials: CredentialBroker,
+    /// Every bot's PII pipeline on this machine.
+    pii: PiiHost,
 }
 
 impl ControlHandler for Runtime {
@@ -273,6 +276,14 @@ impl ControlHandler for Runtime {
         Ok(serde_json::json!({ "revoked": revoked }))
     }
 
+    fn pii(
+        &self,
+        operation: PiiOperation,
+    ) -> BoxFuture<'static, Result<serde_json::Value, (&'static str, String)>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.handle(operation).await })
+    }
+
     fn serve_mcp(
         &self,
         session_id: String,
@@ -349,6 +360,9 @@ pub async fn run(
     let credentials = CredentialBroker::start(CredentialBrokerConfig::default())
         .await
         .context("could not start the credential broker")?;
+    // Reads no pipeline yet: each bot's file is loaded on first use, so a bad file is that
+    // bot's error and never stops the daemon.
+    let pii = PiiHost::open(&paths.state_dir);
     let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
     subsystems.extend(config.subsystems.iter().cloned());
 
@@ -392,6 +406,7 @@ pub async fn run(
         stop_tx,
         mcp: mcp.clone(),
         credentials: credentials.clone(),
+        pii,
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(

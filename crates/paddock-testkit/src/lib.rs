@@ -138,6 +138,36 @@ impl DaemonHarness {
         })
     }
 
+    /// Runs `paddock args…` to completion with `input` on stdin.
+    pub fn run_with_stdin<I, S>(&self, args: I, input: &[u8]) -> anyhow::Result<CommandOutput>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        use std::io::Write as _;
+        let mut command = self.command(args);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let description = format!("{command:?}");
+        let mut child = command.spawn().with_context(|| description.clone())?;
+        let mut stdin = child.stdin.take().context("child stdin")?;
+        let input = input.to_vec();
+        // A command that fails before reading stdin closes the pipe: not the caller's failure.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let output = child
+            .wait_with_output()
+            .with_context(|| description.clone())?;
+        let _ = writer.join();
+        Ok(CommandOutput {
+            description,
+            output,
+        })
+    }
+
     /// `paddock daemon start` (detached); returns the ready status.
     pub fn start_detached(&self, extra: &[&str]) -> anyhow::Result<StatusResult> {
         let mut args = vec!["daemon", "start"];

@@ -6,6 +6,7 @@ mod daemon_cmd;
 mod devices_cmd;
 mod logging;
 mod mcp_cmd;
+mod pii_cmd;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,9 @@ enum Command {
     /// Run coding-agent CLIs through Paddock's agent driver (`run`, `chat`, `probe`).
     #[command(subcommand)]
     Agent(agent_cmd::AgentCommand),
+    /// A bot's PII filters: list and add (agent sessions), enable, disable, delete and test
+    /// (the owner), redact text on stdin (scripts).
+    Pii(pii_cmd::PiiArgs),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
             Command::Devices(args) => devices_cmd::run(args).await,
             Command::Credentials(args) => credentials_cmd::run(args).await,
             Command::Agent(command) => agent_cmd::run(command).await,
+            Command::Pii(args) => pii_cmd::run(args).await,
         }
     });
     match result {
