@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use paddock_client::control::{ControlCall, ControlClient};
+use paddock_client::control::ControlCall;
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_credentials::{
     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, KeySource, LaunchEnvSpec,
@@ -246,21 +246,8 @@ fn exit_code(status: Option<std::process::ExitStatus>) -> ExitCode {
     ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
 }
 
-async fn connect() -> anyhow::Result<Result<ControlClient, ExitCode>> {
-    let paths = DaemonPaths::resolve(&ClientEnv::from_process());
-    match ControlClient::connect(&paths.socket).await {
-        Ok(client) => Ok(Ok(client)),
-        Err(error) if error.is_not_running() => {
-            eprintln!("error: paddock daemon is not running");
-            eprintln!("hint: start it with `paddock daemon start`");
-            Ok(Err(ExitCode::from(crate::EXIT_NOT_RUNNING)))
-        }
-        Err(error) => Err(error.into()),
-    }
-}
-
 async fn list(json: bool) -> anyhow::Result<ExitCode> {
-    let mut client = match connect().await? {
+    let mut client = match crate::connect_daemon().await? {
         Ok(client) => client,
         Err(code) => return Ok(code),
     };
@@ -323,7 +310,7 @@ fn age(millis: u64) -> String {
 }
 
 async fn revoke(id: Option<String>, launch: Option<String>) -> anyhow::Result<ExitCode> {
-    let mut client = match connect().await? {
+    let mut client = match crate::connect_daemon().await? {
         Ok(client) => client,
         Err(code) => return Ok(code),
     };

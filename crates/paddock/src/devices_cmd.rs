@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use paddock_client::control::{ControlCall, ControlClient};
-use paddock_client::{ClientEnv, DaemonPaths};
+use paddock_client::control::ControlCall;
 
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
@@ -32,15 +31,9 @@ enum DevicesCommand {
 }
 
 pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
-    let paths = DaemonPaths::resolve(&ClientEnv::from_process());
-    let mut client = match ControlClient::connect(&paths.socket).await {
+    let mut client = match crate::connect_daemon().await? {
         Ok(client) => client,
-        Err(error) if error.is_not_running() => {
-            eprintln!("error: paddock daemon is not running");
-            eprintln!("hint: start it with `paddock daemon start`");
-            return Ok(ExitCode::from(crate::EXIT_NOT_RUNNING));
-        }
-        Err(error) => return Err(error.into()),
+        Err(code) => return Ok(code),
     };
     match args.command {
         None => {

@@ -45,7 +45,41 @@ enum Command {
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
 pub const EXIT_NOT_RUNNING: u8 = 3;
 
+/// Connects to the daemon's control socket, or tells the user it is not running and gives the
+/// exit code for that.
+pub async fn connect_daemon()
+-> anyhow::Result<Result<paddock_client::control::ControlClient, ExitCode>> {
+    let paths = paddock_client::DaemonPaths::resolve(&paddock_client::ClientEnv::from_process());
+    match paddock_client::control::ControlClient::connect(&paths.socket).await {
+        Ok(client) => Ok(Ok(client)),
+        Err(error) if error.is_not_running() => {
+            eprintln!("error: paddock daemon is not running");
+            eprintln!("hint: start it with `paddock daemon start`");
+            Ok(Err(ExitCode::from(EXIT_NOT_RUNNING)))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 fn main() -> ExitCode {
+    // A panic message can quote what a request carried (text bound for PII filters, tool
+    // arguments); the default hook would print it into the daemon's log. Only the location is
+    // printed unless PADDOCK_DEBUG_PANICS=1.
+    let verbose_panics = std::env::var_os("PADDOCK_DEBUG_PANICS").is_some_and(|value| value == "1");
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if verbose_panics {
+            default_hook(info);
+        } else {
+            let location = info
+                .location()
+                .map(|location| format!("{}:{}", location.file(), location.line()))
+                .unwrap_or_else(|| "an unknown place".to_owned());
+            eprintln!(
+                "error: internal failure at {location} (message withheld; set PADDOCK_DEBUG_PANICS=1 to see it)"
+            );
+        }
+    }));
     let cli = Cli::parse();
     if let Err(error) = logging::init(&cli.logging) {
         eprintln!("error: {error:#}");

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use paddock_client::control::{
-    ControlCall, ControlClient, ControlClientError, PiiFilter, PiiFilterKind, PiiListResult,
-    PiiRedactResult, SensitiveText,
+    ControlCall, ControlClientError, PiiFilter, PiiFilterKind, PiiListResult, PiiRedactResult,
+    SensitiveText,
 };
-use paddock_client::{ClientEnv, DaemonPaths};
 
 /// The environment variable that names an agent session's bot.
 const BOT_ID_VAR: &str = "PADDOCK_BOT_ID";
@@ -243,15 +242,9 @@ async fn call_daemon<T: serde::de::DeserializeOwned>(
     bot: &str,
 ) -> anyhow::Result<Result<T, ExitCode>> {
     use anyhow::Context as _;
-    let paths = DaemonPaths::resolve(&ClientEnv::from_process());
-    let mut client = match ControlClient::connect(&paths.socket).await {
+    let mut client = match crate::connect_daemon().await? {
         Ok(client) => client,
-        Err(error) if error.is_not_running() => {
-            eprintln!("error: paddock daemon is not running");
-            eprintln!("hint: start it with `paddock daemon start`");
-            return Ok(Err(ExitCode::from(crate::EXIT_NOT_RUNNING)));
-        }
-        Err(error) => return Err(error.into()),
+        Err(code) => return Ok(Err(code)),
     };
     let playground = matches!(call, ControlCall::PiiTest { .. });
     match client.call(call, timeout).await {
