@@ -47,6 +47,9 @@ pub trait AuditSink: Send + Sync {
     fn flush(&self) {}
 }
 
+/// How long the writer waits after each batch: the most an audit line is delayed.
+const BATCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
 enum SinkMessage {
     Line(Vec<u8>),
     Flush(std::sync::mpsc::Sender<()>),
@@ -86,6 +89,9 @@ impl StderrAuditSink {
                     next = receiver.try_recv().ok();
                 }
                 let _ = out.flush();
+                // Under load, lines arriving during this pause are written together, and
+                // senders find the writer awake rather than waking it once per tool call.
+                std::thread::sleep(BATCH_PAUSE);
             }
         });
         Self { lines }
