@@ -157,6 +157,20 @@ async fn the_cli_never_holds_the_real_key() {
     })
     .await
     .unwrap();
+    // Read the environment only once Claude Code runs (it has asked the model): right after
+    // the fork, /proc still shows the parent's environment until the exec.
+    loop {
+        let asked = host.models.lock().unwrap().last().is_some_and(|model| {
+            model
+                .requests()
+                .iter()
+                .any(|request| request.turn.is_some())
+        });
+        if asked {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let pid = session.snapshot().await.pid.unwrap();
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     let environ = String::from_utf8_lossy(&environ);
