@@ -17,6 +17,8 @@ pub enum ScriptTurn {
     Text(String),
     /// Answers with this text only after the host's gate is released.
     GatedText(String),
+    /// Answers with this text slowly, word by word (a stream to interrupt).
+    SlowText(String),
     /// Asks to run a shell command (a tool that needs permission).
     Shell { command: String },
 }
@@ -160,9 +162,10 @@ pub async fn queue_at_boundary(host: &impl ConformanceHost) -> anyhow::Result<()
 
 /// Interrupt mid-stream ends the turn as interrupted; the session stays usable.
 pub async fn interrupt(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let long = "this answer streams slowly and is interrupted long before it ends ".repeat(10);
     let session = host
         .open(vec![
-            ScriptTurn::GatedText("never finished".into()),
+            ScriptTurn::SlowText(long),
             ScriptTurn::Text("after the interrupt".into()),
         ])
         .await?;
@@ -172,8 +175,9 @@ pub async fn interrupt(host: &impl ConformanceHost) -> anyhow::Result<()> {
     let mut seen = Vec::new();
     anyhow::ensure!(session.interrupt().await == Err(SessionError::NotBusy));
     session.start(Command::user("c1", "go")).await;
+    // Mid-stream: the first words have arrived.
     wait_for(&mut events, &mut seen, |e| {
-        matches!(e, AgentEvent::TurnStarted { .. })
+        matches!(e, AgentEvent::AssistantTextDelta { .. })
     })
     .await?;
     session.interrupt().await?;
@@ -188,7 +192,6 @@ pub async fn interrupt(host: &impl ConformanceHost) -> anyhow::Result<()> {
         ),
         "{completed:?}"
     );
-    host.release_gate();
     anyhow::ensure!(session.send(Command::user("c2", "still there?")).await == Receipt::Accepted);
     wait_for(&mut events, &mut seen, turn_completed("c2")).await?;
     session.stop(stop_now()).await;

@@ -69,6 +69,9 @@ fn turn(script: ScriptTurn, index: usize) -> Turn {
     match script {
         ScriptTurn::Text(text) => Turn::streamed(&text),
         ScriptTurn::GatedText(text) => Turn::streamed(&text).gated(),
+        ScriptTurn::SlowText(text) => {
+            Turn::streamed(&text).slow(std::time::Duration::from_millis(150))
+        }
         ScriptTurn::Shell { command } => Turn::tool(
             &format!("toolu_conformance_{index}"),
             "Bash",
