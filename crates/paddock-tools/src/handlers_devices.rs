@@ -269,20 +269,10 @@ pub(crate) async fn acquire(
         ),
         None => None,
     };
-    let session = match &call.session {
-        Some(session) => session.clone(),
-        None => new_session_id()?,
-    };
-    let _ = call.registry.record_session(&session);
-    let (device, new) = bounded(call.ctx.backend.acquire(
-        session.as_str(),
-        platform,
-        args.profile.as_deref(),
-    ))
-    .await?;
+    let (session, device, new) = bind(&call, platform, args.profile.as_deref()).await?;
     let mut answer = json!({
         "sessionUuid": session.as_str(),
-        "device": { "id": device.id(), "platform": device.platform().as_str(), "profile": device.profile().name },
+        "device": device_json(device.as_ref()),
         "newlyAcquired": new,
     });
     if let Some(app) = app {
@@ -293,6 +283,31 @@ pub(crate) async fn acquire(
     let declared = declare(&call, &session, &changes, skipped, true);
     merge(&mut answer, declared);
     Ok(Output::Json(answer))
+}
+
+/// Binds a device of `platform` to the caller's session, minting a session id when the request
+/// had none.
+async fn bind(
+    call: &Call<'_>,
+    platform: Platform,
+    profile: Option<&str>,
+) -> Result<(SessionKey, Arc<dyn Device>, bool), ToolError> {
+    let session = match &call.session {
+        Some(session) => session.clone(),
+        None => new_session_id()?,
+    };
+    let _ = call.registry.record_session(&session);
+    let (device, new) = bounded(
+        call.ctx
+            .backend
+            .acquire(session.as_str(), platform, profile),
+    )
+    .await?;
+    Ok((session, device, new))
+}
+
+fn device_json(device: &dyn Device) -> Value {
+    json!({ "id": device.id(), "platform": device.platform().as_str(), "profile": device.profile().name })
 }
 
 fn merge(target: &mut Value, source: Value) {
@@ -332,20 +347,10 @@ pub(crate) async fn provision(call: Call<'_>) -> Result<Output, ToolError> {
             json!({ "device": { "id": device_id, "platform": platform.as_str(), "state": "warm" } }),
         ));
     }
-    let session = match &call.session {
-        Some(session) => session.clone(),
-        None => new_session_id()?,
-    };
-    let _ = call.registry.record_session(&session);
-    let (device, _) = bounded(call.ctx.backend.acquire(
-        session.as_str(),
-        platform,
-        args.profile.as_deref(),
-    ))
-    .await?;
+    let (session, device, _) = bind(&call, platform, args.profile.as_deref()).await?;
     let mut answer = json!({
         "sessionUuid": session.as_str(),
-        "device": { "id": device.id(), "platform": device.platform().as_str(), "profile": device.profile().name },
+        "device": device_json(device.as_ref()),
     });
     merge(
         &mut answer,

@@ -277,15 +277,7 @@ async fn swipe(
     until_visible: Option<&str>,
     max_swipes: u32,
 ) -> Result<Option<String>, DeviceError> {
-    let info = device.eval("window.__paddock.scrollInfo()", false).await?;
-    let width = info
-        .pointer("/viewport/0")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    let height = info
-        .pointer("/viewport/1")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
+    let (width, height, _) = device.viewport().await?;
     let (x, y, area_width, area_height) = match within {
         Some(target) => {
             let (x, y, found) = device.point_of(target).await?;

@@ -399,22 +399,12 @@ impl WebDevice {
         width: Option<u32>,
         quality: u8,
     ) -> Result<Screenshot, DeviceError> {
-        let info = self.eval("window.__paddock.scrollInfo()", false).await?;
-        let viewport_width = info
-            .pointer("/viewport/0")
-            .and_then(Value::as_f64)
-            .unwrap_or(1.0)
-            .max(1.0);
-        let viewport_height = info
-            .pointer("/viewport/1")
-            .and_then(Value::as_f64)
-            .unwrap_or(1.0)
-            .max(1.0);
-        let dpr = info
-            .get("dpr")
-            .and_then(Value::as_f64)
-            .unwrap_or(1.0)
-            .max(0.1);
+        let (viewport_width, viewport_height, dpr) = self.viewport().await?;
+        let (viewport_width, viewport_height, dpr) = (
+            viewport_width.max(1.0),
+            viewport_height.max(1.0),
+            dpr.max(0.1),
+        );
         let target_width = f64::from(width.unwrap_or(u32::MAX)).min(viewport_width * dpr);
         // Chromium renders the clip at `scale` times the device pixel ratio, so the ratio is
         // divided out: the image is `target_width` pixels wide.
@@ -444,19 +434,22 @@ impl WebDevice {
         })
     }
 
+    /// The viewport's CSS width and height and the device pixel ratio.
+    pub(super) async fn viewport(&self) -> Result<(f64, f64, f64), DeviceError> {
+        let info = self.eval("window.__paddock.scrollInfo()", false).await?;
+        let number = |pointer: &str| info.pointer(pointer).and_then(Value::as_f64);
+        Ok((
+            number("/viewport/0").unwrap_or(0.0),
+            number("/viewport/1").unwrap_or(0.0),
+            number("/dpr").unwrap_or(1.0),
+        ))
+    }
+
     /// Resolves a target to a point to act on, with typed errors for what is not actionable.
     async fn point_of(&self, target: &Target) -> Result<(f64, f64, Value), DeviceError> {
         let query = match target {
             Target::Point(point) => {
-                let info = self.eval("window.__paddock.scrollInfo()", false).await?;
-                let width = info
-                    .pointer("/viewport/0")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0);
-                let height = info
-                    .pointer("/viewport/1")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0);
+                let (width, height, _) = self.viewport().await?;
                 if !(0.0..width).contains(&point.x) || !(0.0..height).contains(&point.y) {
                     return Err(DeviceError::InvalidInput(format!(
                         "point ({}, {}) is outside the {width}x{height} screen",
