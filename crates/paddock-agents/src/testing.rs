@@ -240,9 +240,14 @@ pub async fn permission(
     Ok(seen)
 }
 
-/// The runtime killed with SIGKILL: closed once with Crashed, queued commands failed, nothing
-/// after closed, no process left.
-pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
+/// A session whose first command `c1` is running and will not finish (its answer is gated).
+async fn busy_session(
+    host: &impl ConformanceHost,
+) -> anyhow::Result<(
+    Session,
+    mpsc::UnboundedReceiver<AgentEvent>,
+    Vec<AgentEvent>,
+)> {
     let session = host
         .open(vec![ScriptTurn::GatedText("never".into())])
         .await?;
@@ -255,6 +260,13 @@ pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
         matches!(e, AgentEvent::TurnStarted { .. })
     })
     .await?;
+    Ok((session, events, seen))
+}
+
+/// The runtime killed with SIGKILL: closed once with Crashed, queued commands failed, nothing
+/// after closed, no process left.
+pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let (session, mut events, mut seen) = busy_session(host).await?;
     anyhow::ensure!(matches!(
         session.send(Command::user("c2", "queued")).await,
         Receipt::Queued { .. }
@@ -305,18 +317,7 @@ pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
 
 /// stop with `force_after`: queued commands fail, closed settles once with Stopped.
 pub async fn stop(host: &impl ConformanceHost) -> anyhow::Result<()> {
-    let session = host
-        .open(vec![ScriptTurn::GatedText("never".into())])
-        .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
-    let mut seen = Vec::new();
-    session.start(Command::user("c1", "go")).await;
-    wait_for(&mut events, &mut seen, |e| {
-        matches!(e, AgentEvent::TurnStarted { .. })
-    })
-    .await?;
+    let (session, _events, _seen) = busy_session(host).await?;
     session.send(Command::user("c2", "queued")).await;
     let facts = session
         .stop(StopRequest {
