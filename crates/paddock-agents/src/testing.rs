@@ -57,6 +57,12 @@ fn turn_completed(id: &str) -> impl FnMut(&AgentEvent) -> bool + '_ {
     move |event| matches!(event, AgentEvent::TurnCompleted { command_id, .. } if command_id == id)
 }
 
+fn events_of(session: &Session) -> anyhow::Result<mpsc::UnboundedReceiver<AgentEvent>> {
+    session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))
+}
+
 fn stop_now() -> StopRequest {
     StopRequest {
         reason: "conformance".into(),
@@ -72,9 +78,7 @@ pub async fn two_turns(host: &impl ConformanceHost) -> anyhow::Result<()> {
             ScriptTurn::Text("second answer".into()),
         ])
         .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut events = events_of(&session)?;
     let mut seen = Vec::new();
     anyhow::ensure!(session.start(Command::user("c1", "say one")).await == Receipt::Accepted);
     wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
@@ -132,9 +136,7 @@ pub async fn queue_at_boundary(host: &impl ConformanceHost) -> anyhow::Result<()
             ScriptTurn::Text("queued answer".into()),
         ])
         .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut events = events_of(&session)?;
     let mut seen = Vec::new();
     anyhow::ensure!(
         session.start(Command::user("c1", "take your time")).await == Receipt::Accepted
@@ -169,9 +171,7 @@ pub async fn interrupt(host: &impl ConformanceHost) -> anyhow::Result<()> {
             ScriptTurn::Text("after the interrupt".into()),
         ])
         .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut events = events_of(&session)?;
     let mut seen = Vec::new();
     anyhow::ensure!(session.interrupt().await == Err(SessionError::NotBusy));
     session.start(Command::user("c1", "go")).await;
@@ -212,9 +212,7 @@ pub async fn permission(
             ScriptTurn::Text("done with the tool".into()),
         ])
         .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut events = events_of(&session)?;
     let mut seen = Vec::new();
     session.start(Command::user("c1", "run the tool")).await;
     let asked = wait_for(&mut events, &mut seen, |e| {
@@ -251,9 +249,7 @@ async fn busy_session(
     let session = host
         .open(vec![ScriptTurn::GatedText("never".into())])
         .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut events = events_of(&session)?;
     let mut seen = Vec::new();
     session.start(Command::user("c1", "go")).await;
     wait_for(&mut events, &mut seen, |e| {

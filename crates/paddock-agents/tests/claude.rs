@@ -65,6 +65,13 @@ impl ClaudeHost {
     }
 }
 
+/// Polls `condition` until it holds.
+async fn until(mut condition: impl FnMut() -> bool) {
+    while !condition() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 fn turn(script: ScriptTurn, index: usize) -> Turn {
     match script {
         ScriptTurn::Text(text) => Turn::streamed(&text),
@@ -162,18 +169,14 @@ async fn the_cli_never_holds_the_real_key() {
     .unwrap();
     // Read the environment only once Claude Code runs (it has asked the model): right after
     // the fork, /proc still shows the parent's environment until the exec.
-    loop {
-        let asked = host.models.lock().unwrap().last().is_some_and(|model| {
-            model
-                .requests()
-                .iter()
-                .any(|request| request.turn.is_some())
-        });
-        if asked {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until(|| {
+        host.models
+            .lock()
+            .unwrap()
+            .last()
+            .is_some_and(ScriptedModel::asked)
+    })
+    .await;
     let pid = session.snapshot().await.pid.unwrap();
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     let environ = String::from_utf8_lossy(&environ);
@@ -319,10 +322,7 @@ async fn stop_forces_a_cli_that_ignores_sigint() {
                 launch_id: "stubborn".into(),
             },
             config: AgentConfig::default(),
-            env: vec![
-                ("ANTHROPIC_BASE_URL".into(), model.base_url()),
-                ("ANTHROPIC_API_KEY".into(), "sk-ant-test-key".into()),
-            ],
+            env: Vec::new(),
         })
         .await
         .unwrap();
@@ -335,13 +335,7 @@ async fn stop_forces_a_cli_that_ignores_sigint() {
     .await
     .unwrap();
     // Wait until the CLI is up and asking the model, so the signals reach Claude Code itself.
-    while model
-        .requests()
-        .iter()
-        .all(|request| request.turn.is_none())
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until(|| model.asked()).await;
     let pid = session.snapshot().await.pid.unwrap();
     let facts = session
         .stop(StopRequest {

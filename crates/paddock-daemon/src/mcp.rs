@@ -131,7 +131,7 @@ impl McpHost {
                 );
             }
         };
-        if let Some(answer) = self.try_fast(&parts.headers, &message).await {
+        if let Some(answer) = self.try_fast(&parts.headers, message).await {
             return answer;
         }
         next.run(Request::from_parts(parts, Body::from(bytes)))
@@ -141,10 +141,14 @@ impl McpHost {
     async fn try_fast(
         &self,
         headers: &http::HeaderMap,
-        message: &serde_json::Map<String, serde_json::Value>,
+        mut message: serde_json::Map<String, serde_json::Value>,
     ) -> Option<Response> {
-        let method = message.get("method")?.as_str()?;
-        let id = message.get("id")?;
+        let call = match message.get("method")?.as_str()? {
+            "tools/call" => true,
+            "tools/list" => false,
+            _ => return None,
+        };
+        let id = message.remove("id")?;
         if !(id.is_string() || id.is_i64() || id.is_u64())
             || message.get("jsonrpc")?.as_str()? != "2.0"
         {
@@ -172,40 +176,43 @@ impl McpHost {
         if !accepts || !json_body {
             return None;
         }
-        let params = message.get("params");
-        if params.and_then(|params| params.get("_meta")).is_some() {
+        // The request is answered here, so its parameters can be taken, not copied.
+        let params = message.remove("params");
+        if params
+            .as_ref()
+            .and_then(|params| params.get("_meta"))
+            .is_some()
+        {
             return None;
         }
         let server = self.registry.shared_server(self.http_ctx.clone());
         let session = headers.get(paddock_tools::session::SESSION_HEADER);
-        let outcome = match method {
-            "tools/list" => server.list(session).and_then(|result| {
-                legacy_value(rmcp::model::ServerResult::ListToolsResult(result))
-            }),
-            "tools/call" => {
-                let request: rmcp::model::CallToolRequestParams =
-                    serde_json::from_value(params?.clone()).ok()?;
-                let request_id = match id {
-                    serde_json::Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                match server.call(request, session, Some(request_id)).await {
-                    Ok(result) => legacy_value(rmcp::model::ServerResult::CallToolResult(result)),
-                    Err(error) => Err(error),
-                }
-            }
-            _ => return None,
+        let outcome = if call {
+            let request: rmcp::model::CallToolRequestParams =
+                serde_json::from_value(params?).ok()?;
+            let request_id = match &id {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            server
+                .call(request, session, Some(request_id))
+                .await
+                .map(|result| legacy(rmcp::model::ServerResult::CallToolResult(result)))
+        } else {
+            server
+                .list(session)
+                .map(|result| legacy(rmcp::model::ServerResult::ListToolsResult(result)))
         };
         let reply = match &outcome {
             Ok(result) => Reply {
                 jsonrpc: "2.0",
-                id,
+                id: &id,
                 result: Some(result),
                 error: None,
             },
             Err(error) => Reply {
                 jsonrpc: "2.0",
-                id,
+                id: &id,
                 result: None,
                 error: Some(error),
             },
@@ -279,12 +286,10 @@ fn owner_ctx(
 }
 
 /// A result in the shape rmcp gives peers of the versions the fast path serves.
-fn legacy_value(
-    mut result: rmcp::model::ServerResult,
-) -> Result<rmcp::model::ServerResult, rmcp::ErrorData> {
+fn legacy(mut result: rmcp::model::ServerResult) -> rmcp::model::ServerResult {
     result.strip_result_type_for_legacy_peer();
     result.strip_non_object_output_for_legacy_peer();
-    Ok(result)
+    result
 }
 
 fn json_rpc_error(status: StatusCode, code: i32, message: &str) -> Response {

@@ -249,6 +249,14 @@ impl ScriptedModel {
             .collect()
     }
 
+    /// Whether a scripted turn has answered a request yet (the CLI is up and asking).
+    pub fn asked(&self) -> bool {
+        let (lock, _) = &*self.state;
+        lock.lock()
+            .map(|state| state.recorded.iter().any(|request| request.turn.is_some()))
+            .unwrap_or(false)
+    }
+
     /// Turns not yet used.
     pub fn remaining(&self) -> usize {
         let (lock, _) = &*self.state;

@@ -197,21 +197,19 @@ enum Platform {
     Ios,
 }
 
-impl Platform {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Web => "web",
-            Self::Android => "android",
-            Self::Ios => "ios",
+impl From<Platform> for paddock_devices::Platform {
+    fn from(platform: Platform) -> Self {
+        match platform {
+            Platform::Web => Self::Web,
+            Platform::Android => Self::Android,
+            Platform::Ios => Self::Ios,
         }
     }
 }
 
 fn list_devices(call: Call<'_>) -> Result<Value, ToolError> {
     let args: ListDevicesArgs = parse("listDevices", call.arguments)?;
-    let platform = args
-        .platform
-        .and_then(|platform| paddock_devices::Platform::parse(platform.as_str()));
+    let platform = args.platform.map(Into::into);
     let devices: Vec<Value> = call
         .ctx
         .backend
