@@ -69,7 +69,9 @@ impl LaunchCredentials for BrokerCredentials {
         dir: &Path,
     ) -> Result<LaunchSecrets, String> {
         let vendor = match backend {
-            BackendId::Claude => VendorEnv::claude_code(&self.anthropic_upstream),
+            // Pi is configured with an Anthropic-messages provider whose key is read from the
+            // same variable (see `adapters/pi.rs`).
+            BackendId::Claude | BackendId::Pi => VendorEnv::claude_code(&self.anthropic_upstream),
             other => return Err(format!("no model credentials are configured for `{other}`")),
         };
         let mut grants = vec![

@@ -183,7 +183,19 @@ pub(crate) async fn open(
         }
         None => crate::credentials::LaunchSecrets::default(),
     };
-    let plan = adapter.launch(&request);
+    let mut plan = adapter.launch(&request);
+    match adapter.prepare(&request, &dir, &secrets.env) {
+        Ok(extra) => plan.env.extend(extra),
+        Err(error) => {
+            dir.remove();
+            if let Some(credentials) = &credentials {
+                credentials.release(&request.launch.launch_id);
+            }
+            return Err(OpenError::LaunchDir(format!(
+                "could not prepare the launch: {error}"
+            )));
+        }
+    }
     let spec = ChildSpec {
         program: program.clone(),
         args: plan.args,
@@ -193,7 +205,7 @@ pub(crate) async fn open(
         stdout: true,
     };
     let (lane_tx, lane_rx) = mpsc::unbounded_channel();
-    let lane = match ProcessLane::spawn(&spec, lane_tx) {
+    let mut lane = match ProcessLane::spawn(&spec, lane_tx) {
         Ok(lane) => lane,
         Err(error) => {
             dir.remove();
@@ -206,6 +218,11 @@ pub(crate) async fn open(
             });
         }
     };
+    for line in adapter.startup_lines() {
+        if let Err(error) = lane.write_line(&line).await {
+            warn!(%error, "could not write a startup line");
+        }
+    }
     let (requests_tx, requests_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed_rx) = watch::channel(None);
@@ -227,6 +244,7 @@ pub(crate) async fn open(
         permissions: HashMap::new(),
         interrupted: false,
         next_control: 1,
+        steered: Vec::new(),
     };
     tokio::spawn(actor.run(requests_rx, lane_rx));
     Ok(Session {
@@ -256,6 +274,8 @@ struct Actor {
     permissions: HashMap<String, Value>,
     interrupted: bool,
     next_control: u64,
+    /// Commands steered into the running turn; they end with it.
+    steered: Vec<String>,
 }
 
 enum Exit {
@@ -314,6 +334,14 @@ impl Actor {
             }
         };
         let mut failed = Vec::new();
+        // Steered commands went into the running turn and end with it.
+        for steered in std::mem::take(&mut self.steered) {
+            self.emit(AgentEvent::CommandFailed {
+                command_id: steered.clone(),
+                reason: "the session closed during the turn it steered".into(),
+            });
+            failed.push(steered);
+        }
         if let Some(current) = self.current.take() {
             self.emit(AgentEvent::CommandFailed {
                 command_id: current.clone(),
@@ -453,14 +481,27 @@ impl Actor {
                 Err(reason) => Receipt::Rejected { reason },
             };
         }
-        match self.mid_turn {
-            MidTurnDelivery::SafeBoundaryQueue | MidTurnDelivery::Steer => {
+        match (self.mid_turn, self.adapter.encode_steer(&command)) {
+            // Steering runtimes take the command into the running turn now.
+            (MidTurnDelivery::Steer, Some(line)) => match self.lane.write_line(&line).await {
+                Ok(()) => {
+                    self.steered.push(command.id.clone());
+                    self.emit(AgentEvent::CommandAccepted {
+                        command_id: command.id,
+                    });
+                    Receipt::Accepted
+                }
+                Err(error) => Receipt::Rejected {
+                    reason: format!("could not write to the agent: {error}"),
+                },
+            },
+            (MidTurnDelivery::SafeBoundaryQueue | MidTurnDelivery::Steer, _) => {
                 self.queue.push_back(command);
                 Receipt::Queued {
                     position: self.queue.len(),
                 }
             }
-            MidTurnDelivery::Reject => Receipt::Rejected {
+            (MidTurnDelivery::Reject, _) => Receipt::Rejected {
                 reason: "a turn is running".into(),
             },
         }

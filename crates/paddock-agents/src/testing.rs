@@ -338,3 +338,45 @@ pub async fn stop(host: &impl ConformanceHost) -> anyhow::Result<()> {
     host.release_gate();
     Ok(())
 }
+
+/// For `steer` runtimes: a command sent mid-turn is accepted at once and taken into the running
+/// turn, which ends once (for the root command) after the model answered both.
+pub async fn steer_mid_turn(host: &impl ConformanceHost) -> anyhow::Result<()> {
+    let session = host
+        .open(vec![
+            ScriptTurn::GatedText("slow answer".into()),
+            ScriptTurn::Text("steered answer".into()),
+        ])
+        .await?;
+    let mut events = session
+        .events()
+        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut seen = Vec::new();
+    anyhow::ensure!(
+        session.start(Command::user("c1", "take your time")).await == Receipt::Accepted
+    );
+    wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await?;
+    let receipt = session.send(Command::user("c2", "and also this")).await;
+    anyhow::ensure!(receipt == Receipt::Accepted, "{receipt:?}");
+    wait_for(
+        &mut events,
+        &mut seen,
+        |e| matches!(e, AgentEvent::CommandAccepted { command_id } if command_id == "c2"),
+    )
+    .await?;
+    anyhow::ensure!(session.snapshot().await.queued.is_empty());
+    host.release_gate();
+    wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
+    anyhow::ensure!(seen.iter().any(|e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text.contains("steered answer"))), "{seen:?}");
+    anyhow::ensure!(
+        !seen.iter().any(
+            |e| matches!(e, AgentEvent::TurnCompleted { command_id, .. } if command_id == "c2")
+        ),
+        "{seen:?}"
+    );
+    session.stop(stop_now()).await;
+    Ok(())
+}

@@ -3,6 +3,7 @@
 //! does everything else.
 
 pub mod claude;
+pub mod pi;
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -65,12 +66,99 @@ pub trait Adapter: Send + Sync {
     fn needs_model_credentials(&self) -> bool {
         true
     }
+    /// Writes launch-private configuration (after the credentials are minted) and returns
+    /// environment variables pointing at it.
+    fn prepare(
+        &self,
+        _request: &OpenRequest,
+        _dir: &crate::host::LaunchDir,
+        _secrets: &[(OsString, OsString)],
+    ) -> std::io::Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
+    /// Lines written right after the process starts (a state query, a handshake).
+    fn startup_lines(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// For a `steer` runtime: the line that delivers `command` into the running turn.
+    fn encode_steer(&self, _command: &Command) -> Option<String> {
+        None
+    }
+    /// Whether the runtime asks permission for tools (`permission_requested`).
+    fn asks_permission(&self) -> bool {
+        true
+    }
+}
+
+/// Probes a CLI by running `program --version`.
+pub(crate) async fn probe_version(
+    backend: BackendId,
+    program: Option<PathBuf>,
+    capabilities: Capabilities,
+    missing: &str,
+) -> Probe {
+    let Some(program) = program else {
+        return Probe {
+            backend,
+            installed: false,
+            program: None,
+            version: None,
+            capabilities,
+            problem: Some(missing.to_owned()),
+        };
+    };
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tokio::process::Command::new(&program)
+            .arg("--version")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await;
+    let (version, problem) = match output {
+        Ok(Ok(output)) if output.status.success() => {
+            let text = String::from_utf8_lossy(&output.stdout);
+            let version = text
+                .split_whitespace()
+                .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
+                .map(str::to_owned);
+            (version, None)
+        }
+        Ok(Ok(output)) => (
+            None,
+            Some(format!(
+                "`{} --version` exited with {}",
+                program.display(),
+                output.status
+            )),
+        ),
+        Ok(Err(error)) => (
+            None,
+            Some(format!("could not run `{}`: {error}", program.display())),
+        ),
+        Err(_) => (
+            None,
+            Some(format!(
+                "`{} --version` did not answer within 30s",
+                program.display()
+            )),
+        ),
+    };
+    Probe {
+        backend,
+        installed: version.is_some(),
+        program: Some(program),
+        version,
+        capabilities,
+        problem,
+    }
 }
 
 /// The adapter for `backend`.
 pub fn adapter(backend: BackendId, host: &HostConfig) -> Box<dyn Adapter> {
     match backend {
         BackendId::Claude => Box::new(claude::Claude::new(host)),
+        BackendId::Pi => Box::new(pi::Pi::new(host)),
         other => Box::new(Unavailable(other)),
     }
 }

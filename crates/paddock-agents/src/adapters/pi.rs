@@ -1,0 +1,313 @@
+//! Pi (`pi --mode rpc`): one process per session speaking strict LF-delimited JSON. Lifetime
+//! `session`, mid-turn delivery `steer`: a command sent while the agent runs is delivered at
+//! once as a `steer` message that the running turn takes up. Pi reaches its model through a
+//! custom provider in an isolated agent directory (`PI_CODING_AGENT_DIR`) whose base URL is the
+//! credential proxy and whose key is the voucher's environment variable. Pi has no permission
+//! prompts.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::{Adapter, BoxFuture, Decoded, Decoder, LaunchPlan};
+use crate::contract::{
+    AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Model, OpenRequest,
+    PermissionDecision, Probe, Transport, TurnOutcome,
+};
+use crate::host::HostConfig;
+
+#[derive(Debug)]
+pub struct Pi {
+    program: Option<PathBuf>,
+}
+
+impl Pi {
+    pub fn new(host: &HostConfig) -> Self {
+        Self {
+            program: host.find_program("pi", "pi"),
+        }
+    }
+}
+
+const CAPABILITIES: Capabilities = Capabilities {
+    lifetime: Lifetime::Session,
+    transport: Transport::Process,
+    mid_turn_delivery: MidTurnDelivery::Steer,
+};
+
+/// The provider name Paddock configures in Pi's isolated agent directory.
+const PROVIDER: &str = "paddock";
+const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+
+impl Adapter for Pi {
+    fn backend(&self) -> BackendId {
+        BackendId::Pi
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn program(&self) -> Option<PathBuf> {
+        self.program.clone()
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Probe> {
+        Box::pin(super::probe_version(
+            BackendId::Pi,
+            self.program.clone(),
+            CAPABILITIES,
+            "`pi` is not on PATH (npm install -g @mariozechner/pi-coding-agent)",
+        ))
+    }
+
+    fn launch(&self, request: &OpenRequest) -> LaunchPlan {
+        let model = match &request.config.model {
+            Model::Named(model) => model.clone(),
+            Model::Default => DEFAULT_MODEL.to_owned(),
+        };
+        let mut args: Vec<std::ffi::OsString> = [
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            PROVIDER,
+            "--model",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        args.push(model.into());
+        if let Some(instructions) = &request.launch.instructions {
+            args.extend([
+                "--append-system-prompt".into(),
+                instructions.content.clone().into(),
+            ]);
+        }
+        LaunchPlan {
+            args,
+            env: vec![("PI_SKIP_VERSION_CHECK".into(), "1".into())],
+        }
+    }
+
+    fn prepare(
+        &self,
+        request: &OpenRequest,
+        dir: &crate::host::LaunchDir,
+        secrets: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> std::io::Result<Vec<(String, String)>> {
+        let base_url = secrets
+            .iter()
+            .find(|(name, _)| name == "ANTHROPIC_BASE_URL")
+            .map(|(_, value)| value.to_string_lossy().into_owned())
+            .ok_or_else(|| {
+                std::io::Error::other("the credential broker gave Pi no model base URL")
+            })?;
+        let model = match &request.config.model {
+            Model::Named(model) => model.clone(),
+            Model::Default => DEFAULT_MODEL.to_owned(),
+        };
+        let agent_dir = dir.root.join("pi-agent");
+        std::fs::create_dir_all(&agent_dir)?;
+        // `apiKey` names the environment variable that holds the voucher: Pi resolves it when
+        // it calls the model, so the voucher never lands in this file.
+        let models = json!({
+            "providers": {
+                PROVIDER: {
+                    "baseUrl": base_url,
+                    "api": "anthropic-messages",
+                    "apiKey": "ANTHROPIC_API_KEY",
+                    "models": [{ "id": model }]
+                }
+            }
+        });
+        std::fs::write(agent_dir.join("models.json"), models.to_string())?;
+        Ok(vec![(
+            "PI_CODING_AGENT_DIR".into(),
+            agent_dir.display().to_string(),
+        )])
+    }
+
+    fn startup_lines(&self) -> Vec<String> {
+        vec![json!({ "id": "paddock-state", "type": "get_state" }).to_string()]
+    }
+
+    fn encode_user(&self, command: &Command) -> String {
+        json!({ "type": "prompt", "message": command.text }).to_string()
+    }
+
+    fn encode_steer(&self, command: &Command) -> Option<String> {
+        Some(json!({ "type": "steer", "message": command.text }).to_string())
+    }
+
+    fn encode_interrupt(&self, _request_id: &str) -> String {
+        json!({ "type": "abort" }).to_string()
+    }
+
+    fn encode_permission(
+        &self,
+        _request_id: &str,
+        _decision: &PermissionDecision,
+        _input: &Value,
+    ) -> String {
+        String::new()
+    }
+
+    fn asks_permission(&self) -> bool {
+        false
+    }
+
+    fn decoder(&self) -> Box<dyn Decoder> {
+        Box::new(PiDecoder::default())
+    }
+}
+
+/// Normalises Pi's RPC events.
+#[derive(Debug, Default)]
+pub struct PiDecoder {
+    session_announced: bool,
+}
+
+fn message_text(message: &Value) -> String {
+    message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|block| block["type"] == "text")
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+impl Decoder for PiDecoder {
+    fn decode(&mut self, line: &str) -> Vec<Decoded> {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            return vec![Decoded::Event(AgentEvent::Error {
+                message: "Pi wrote a line that is not JSON".into(),
+            })];
+        };
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        let mut out = Vec::new();
+        match message["type"].as_str() {
+            Some("response") => {
+                if message["command"] == "get_state" && !self.session_announced {
+                    self.session_announced = true;
+                    let id = message["data"]["sessionId"].as_str().map(str::to_owned);
+                    if let Some(id) = &id {
+                        out.push(Decoded::VendorSession(id.clone()));
+                    }
+                    out.push(Decoded::Event(AgentEvent::SessionStarted {
+                        vendor_session_id: id,
+                    }));
+                } else if message["success"] == false {
+                    out.push(Decoded::Event(AgentEvent::Error {
+                        message: format!(
+                            "Pi refused `{}`: {}",
+                            text(&message["command"]),
+                            text(&message["error"])
+                        ),
+                    }));
+                }
+            }
+            Some("message_update") => {
+                let event = &message["assistantMessageEvent"];
+                if event["type"] == "text_delta" {
+                    out.push(Decoded::Event(AgentEvent::AssistantTextDelta {
+                        text: text(&event["delta"]),
+                    }));
+                }
+            }
+            Some("message_end") if message["message"]["role"] == "assistant" => {
+                let body = message_text(&message["message"]);
+                if !body.is_empty() {
+                    out.push(Decoded::Event(AgentEvent::AssistantMessageCompleted {
+                        text: body,
+                    }));
+                }
+                let usage = &message["message"]["usage"];
+                if usage.is_object() {
+                    out.push(Decoded::Event(AgentEvent::Usage {
+                        input_tokens: usage["input"].as_u64().unwrap_or(0),
+                        output_tokens: usage["output"].as_u64().unwrap_or(0),
+                    }));
+                }
+            }
+            Some("tool_execution_start") => out.push(Decoded::Event(AgentEvent::ToolCallStarted {
+                call_id: text(&message["toolCallId"]),
+                name: text(&message["toolName"]),
+                input: message["args"].clone(),
+            })),
+            Some("tool_execution_end") => out.push(Decoded::Event(AgentEvent::ToolCallFinished {
+                call_id: text(&message["toolCallId"]),
+                is_error: message["isError"].as_bool().unwrap_or(false),
+                output: message_text(&message["result"])
+                    .chars()
+                    .take(4000)
+                    .collect(),
+            })),
+            Some("agent_end") => {
+                // An aborted or failed run ends with an assistant message whose stop reason
+                // says so.
+                let last = message["messages"]
+                    .as_array()
+                    .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "assistant"));
+                let outcome = match last.map(|m| m["stopReason"].as_str().unwrap_or_default()) {
+                    Some("error") => TurnOutcome::Failed(
+                        last.and_then(|m| m["errorMessage"].as_str())
+                            .unwrap_or("the model call failed")
+                            .to_owned(),
+                    ),
+                    Some("aborted") => TurnOutcome::Interrupted,
+                    _ => TurnOutcome::Completed,
+                };
+                out.push(Decoded::TurnEnded(outcome));
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_pi_events() {
+        let mut decoder = PiDecoder::default();
+        let lines = [
+            r#"{"id":"paddock-state","type":"response","command":"get_state","success":true,"data":{"sessionId":"s-1"}}"#,
+            r#"{"type":"agent_start"}"#,
+            r#"{"type":"message_update","message":{},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hel"}}"#,
+            r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Hello"}],"usage":{"input":3,"output":2}}}"#,
+            r#"{"type":"tool_execution_start","toolCallId":"t1","toolName":"bash","args":{"command":"ls"}}"#,
+            r#"{"type":"tool_execution_end","toolCallId":"t1","toolName":"bash","result":{"content":[{"type":"text","text":"a\nb"}]},"isError":false}"#,
+            r#"{"type":"agent_end","messages":[{"role":"assistant","stopReason":"stop"}]}"#,
+            r#"{"type":"agent_end","messages":[{"role":"assistant","stopReason":"aborted"}]}"#,
+        ];
+        let decoded: Vec<Decoded> = lines.iter().flat_map(|line| decoder.decode(line)).collect();
+        assert_eq!(decoded[0], Decoded::VendorSession("s-1".into()));
+        assert_eq!(
+            decoded[2],
+            Decoded::Event(AgentEvent::AssistantTextDelta { text: "Hel".into() })
+        );
+        assert_eq!(
+            decoded[3],
+            Decoded::Event(AgentEvent::AssistantMessageCompleted {
+                text: "Hello".into()
+            })
+        );
+        assert_eq!(
+            decoded[4],
+            Decoded::Event(AgentEvent::Usage {
+                input_tokens: 3,
+                output_tokens: 2
+            })
+        );
+        assert!(
+            matches!(&decoded[6], Decoded::Event(AgentEvent::ToolCallFinished { output, .. }) if output == "a\nb")
+        );
+        assert_eq!(decoded[7], Decoded::TurnEnded(TurnOutcome::Completed));
+        assert_eq!(decoded[8], Decoded::TurnEnded(TurnOutcome::Interrupted));
+    }
+}
