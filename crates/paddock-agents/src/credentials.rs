@@ -35,6 +35,30 @@ impl fmt::Debug for LaunchSecrets {
     }
 }
 
+/// The model API a runtime calls; it decides the voucher's grants and the environment the
+/// runtime reads its base URL and key from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelApi {
+    /// `POST /v1/messages` (Claude Code, Pi's anthropic-messages provider, Claude-based ACP
+    /// agents): `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`.
+    AnthropicMessages,
+    /// `POST /v1/responses` (Codex): `OPENAI_BASE_URL` (with `/v1`), `OPENAI_API_KEY`.
+    OpenAiResponses,
+    /// `POST /v1/chat/completions` (OpenCode's OpenAI-compatible provider): as above.
+    OpenAiChat,
+}
+
+impl ModelApi {
+    /// The request the voucher may make besides `GET /v1/models`.
+    fn endpoint(self) -> &'static str {
+        match self {
+            Self::AnthropicMessages => "/v1/messages",
+            Self::OpenAiResponses => "/v1/responses",
+            Self::OpenAiChat => "/v1/chat/completions",
+        }
+    }
+}
+
 /// What the driver asks of the host's credential broker.
 pub trait LaunchCredentials: Send + Sync + fmt::Debug {
     /// Mints what launch `launch_id` of `backend` needs, writing voucher files under `dir`, and
@@ -42,6 +66,7 @@ pub trait LaunchCredentials: Send + Sync + fmt::Debug {
     fn prepare(
         &self,
         backend: BackendId,
+        api: ModelApi,
         launch_id: &str,
         dir: &Path,
     ) -> Result<LaunchSecrets, String>;
@@ -50,13 +75,15 @@ pub trait LaunchCredentials: Send + Sync + fmt::Debug {
 }
 
 /// [`LaunchCredentials`] backed by a running [`CredentialBroker`]: each launch gets one voucher
-/// allowed to call the model API's message and model endpoints on `model_upstream`, and
-/// anything on `paddock_upstream` (Paddock's own MCP, for the `paddock` command).
+/// allowed to call its model API's one endpoint and `GET /v1/models` on that API's upstream,
+/// and anything on `paddock_upstream` (Paddock's own MCP, for the `paddock` command).
 #[derive(Debug, Clone)]
 pub struct BrokerCredentials {
     pub broker: Arc<CredentialBroker>,
-    /// The broker's upstream name for the Anthropic API.
-    pub anthropic_upstream: String,
+    /// The broker's upstream name for the Anthropic API, if it has one.
+    pub anthropic_upstream: Option<String>,
+    /// The broker's upstream name for the OpenAI API, if it has one.
+    pub openai_upstream: Option<String>,
     /// The broker's upstream name that `PADDOCK_PROXY_URL` points at.
     pub paddock_upstream: String,
 }
@@ -65,22 +92,28 @@ impl LaunchCredentials for BrokerCredentials {
     fn prepare(
         &self,
         backend: BackendId,
+        api: ModelApi,
         launch_id: &str,
         dir: &Path,
     ) -> Result<LaunchSecrets, String> {
-        let vendor = match backend {
-            // Pi is configured with an Anthropic-messages provider whose key is read from the
-            // same variable (see `adapters/pi.rs`).
-            BackendId::Claude | BackendId::Pi => VendorEnv::claude_code(&self.anthropic_upstream),
-            other => return Err(format!("no model credentials are configured for `{other}`")),
-        };
+        let (upstream, vendor) = match api {
+            ModelApi::AnthropicMessages => self
+                .anthropic_upstream
+                .as_deref()
+                .map(|upstream| (upstream, VendorEnv::claude_code(upstream))),
+            ModelApi::OpenAiResponses | ModelApi::OpenAiChat => self
+                .openai_upstream
+                .as_deref()
+                .map(|upstream| (upstream, VendorEnv::openai(upstream))),
+        }
+        .ok_or_else(|| {
+            format!("`{backend}` calls the {api:?} API, and no upstream for it is configured")
+        })?;
         let mut grants = vec![
-            Grant::new(&self.anthropic_upstream, "POST", "/v1/messages")
-                .map_err(|error| error.to_string())?,
-            Grant::new(&self.anthropic_upstream, "GET", "/v1/models")
-                .map_err(|error| error.to_string())?,
+            Grant::new(upstream, "POST", api.endpoint()).map_err(|error| error.to_string())?,
+            Grant::new(upstream, "GET", "/v1/models").map_err(|error| error.to_string())?,
         ];
-        if self.paddock_upstream != self.anthropic_upstream {
+        if self.paddock_upstream != upstream {
             grants.push(
                 Grant::new(&self.paddock_upstream, "*", "/").map_err(|error| error.to_string())?,
             );

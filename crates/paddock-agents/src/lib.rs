@@ -19,7 +19,7 @@ mod session;
 pub mod testing;
 
 pub use contract::*;
-pub use credentials::{BrokerCredentials, LaunchCredentials, LaunchSecrets};
+pub use credentials::{BrokerCredentials, LaunchCredentials, LaunchSecrets, ModelApi};
 pub use host::{HostConfig, LaunchDir};
 pub use session::Session;
 

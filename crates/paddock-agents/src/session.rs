@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
-use crate::adapters::{Adapter, Decoded, Decoder};
+use crate::adapters::{Adapter, Decoded, Protocol};
 use crate::contract::*;
 use crate::host::{HostConfig, LaunchDir, compose_env};
 use crate::lane::{LaneOutput, ProcessLane};
@@ -161,19 +161,21 @@ pub(crate) async fn open(
             request.launch.working_directory.clone(),
         ));
     }
-    let credentials = match (&host.credentials, adapter.needs_model_credentials()) {
-        (None, true) => {
+    let model_api = adapter.model_api();
+    let credentials = match (&host.credentials, model_api) {
+        (None, Some(_)) => {
             return Err(OpenError::NoCredentialBroker {
                 backend: request.backend,
             });
         }
-        (credentials, _) => credentials.clone(),
+        (_, None) => None,
+        (Some(credentials), Some(_)) => Some(credentials.clone()),
     };
     let dir = LaunchDir::create(&host, &request.launch.launch_id)
         .map_err(|error| OpenError::LaunchDir(error.to_string()))?;
-    let secrets = match &credentials {
-        Some(credentials) => {
-            match credentials.prepare(request.backend, &request.launch.launch_id, &dir.root) {
+    let secrets = match (&credentials, model_api) {
+        (Some(credentials), Some(api)) => {
+            match credentials.prepare(request.backend, api, &request.launch.launch_id, &dir.root) {
                 Ok(secrets) => secrets,
                 Err(message) => {
                     dir.remove();
@@ -181,11 +183,11 @@ pub(crate) async fn open(
                 }
             }
         }
-        None => crate::credentials::LaunchSecrets::default(),
+        _ => crate::credentials::LaunchSecrets::default(),
     };
     let mut plan = adapter.launch(&request);
-    match adapter.prepare(&request, &dir, &secrets.env) {
-        Ok(extra) => plan.env.extend(extra),
+    let prepared = match adapter.prepare(&request, &dir, &secrets.env) {
+        Ok(prepared) => prepared,
         Err(error) => {
             dir.remove();
             if let Some(credentials) = &credentials {
@@ -195,7 +197,8 @@ pub(crate) async fn open(
                 "could not prepare the launch: {error}"
             )));
         }
-    }
+    };
+    plan.env.extend(prepared.env.iter().cloned());
     let spec = ChildSpec {
         program: program.clone(),
         args: plan.args,
@@ -218,8 +221,23 @@ pub(crate) async fn open(
             });
         }
     };
-    for line in adapter.startup_lines() {
-        if let Err(error) = lane.write_line(&line).await {
+    let mut protocol = adapter.protocol(&request, &prepared);
+    let (bridge_tx, bridge_rx) = mpsc::unbounded_channel();
+    let bridge = adapter
+        .bridge(&prepared)
+        .map(|bridge| bridge.start(bridge_tx));
+    let bridge_rx = bridge.is_some().then_some(bridge_rx);
+    for line in protocol.startup() {
+        let written = match &bridge {
+            Some(bridge) => bridge
+                .send(line)
+                .map_err(|_| "the bridge stopped".to_owned()),
+            None => lane
+                .write_line(&line)
+                .await
+                .map_err(|error| error.to_string()),
+        };
+        if let Err(error) = written {
             warn!(%error, "could not write a startup line");
         }
     }
@@ -230,8 +248,8 @@ pub(crate) async fn open(
         credentials: credentials.map(|credentials| (credentials, request.launch.launch_id.clone())),
         backend: request.backend,
         mid_turn: adapter.capabilities().mid_turn_delivery,
-        decoder: adapter.decoder(),
-        adapter,
+        protocol,
+        bridge,
         lane,
         dir,
         events: Some(events_tx),
@@ -246,7 +264,7 @@ pub(crate) async fn open(
         next_control: 1,
         steered: Vec::new(),
     };
-    tokio::spawn(actor.run(requests_rx, lane_rx));
+    tokio::spawn(actor.run(requests_rx, lane_rx, bridge_rx));
     Ok(Session {
         backend: request.backend,
         requests: requests_tx,
@@ -260,8 +278,9 @@ struct Actor {
     credentials: Option<(Arc<dyn crate::credentials::LaunchCredentials>, String)>,
     backend: BackendId,
     mid_turn: MidTurnDelivery,
-    adapter: Arc<dyn Adapter>,
-    decoder: Box<dyn Decoder>,
+    protocol: Box<dyn Protocol>,
+    /// Where outbound messages go for a service runtime (else the process's stdin).
+    bridge: Option<mpsc::UnboundedSender<String>>,
     lane: ProcessLane,
     dir: LaunchDir,
     events: Option<mpsc::UnboundedSender<AgentEvent>>,
@@ -294,6 +313,7 @@ impl Actor {
         mut self,
         mut requests: mpsc::UnboundedReceiver<Request>,
         mut lane: mpsc::UnboundedReceiver<LaneOutput>,
+        mut bridge: Option<mpsc::UnboundedReceiver<String>>,
     ) {
         let exit = loop {
             tokio::select! {
@@ -310,9 +330,14 @@ impl Actor {
                     Some(LaneOutput::Exited(status)) => break Exit::Crashed(status),
                     None => break Exit::Crashed(None),
                 },
+                line = recv_bridge(&mut bridge) => match line {
+                    Some(line) => self.decode(&line).await,
+                    None => bridge = None,
+                },
             }
         };
         self.state = SessionState::Stopping;
+        self.bridge = None;
         let (reason, exit_status) = match exit {
             Exit::Stop(stop) => {
                 let (status, forced) = self.lane.stop(stop.force_after).await;
@@ -438,11 +463,8 @@ impl Actor {
                     self.interrupted = true;
                     let id = format!("paddock-interrupt-{}", self.next_control);
                     self.next_control += 1;
-                    let line = self.adapter.encode_interrupt(&id);
-                    self.lane
-                        .write_line(&line)
-                        .await
-                        .map_err(|error| SessionError::Write(error.to_string()))
+                    let lines = self.protocol.interrupt(&id);
+                    self.write(lines).await.map_err(SessionError::Write)
                 };
                 let _ = tx.send(result);
             }
@@ -450,13 +472,8 @@ impl Actor {
                 let result = match self.permissions.remove(&request_id) {
                     None => Err(SessionError::UnknownPermission(request_id)),
                     Some(input) => {
-                        let line = self
-                            .adapter
-                            .encode_permission(&request_id, &decision, &input);
-                        self.lane
-                            .write_line(&line)
-                            .await
-                            .map_err(|error| SessionError::Write(error.to_string()))
+                        let lines = self.protocol.permission(&request_id, &decision, &input);
+                        self.write(lines).await.map_err(SessionError::Write)
                     }
                 };
                 let _ = tx.send(result);
@@ -481,9 +498,13 @@ impl Actor {
                 Err(reason) => Receipt::Rejected { reason },
             };
         }
-        match (self.mid_turn, self.adapter.encode_steer(&command)) {
+        let steer = match self.mid_turn {
+            MidTurnDelivery::Steer => self.protocol.steer(&command),
+            _ => None,
+        };
+        match (self.mid_turn, steer) {
             // Steering runtimes take the command into the running turn now.
-            (MidTurnDelivery::Steer, Some(line)) => match self.lane.write_line(&line).await {
+            (MidTurnDelivery::Steer, Some(lines)) => match self.write(lines).await {
                 Ok(()) => {
                     self.steered.push(command.id.clone());
                     self.emit(AgentEvent::CommandAccepted {
@@ -508,8 +529,8 @@ impl Actor {
     }
 
     async fn deliver(&mut self, command: Command) -> Result<(), String> {
-        let line = self.adapter.encode_user(&command);
-        if let Err(error) = self.lane.write_line(&line).await {
+        let lines = self.protocol.user(&command);
+        if let Err(error) = self.write(lines).await {
             warn!(backend = %self.backend, %error, "could not deliver a command");
             self.emit(AgentEvent::CommandFailed {
                 command_id: command.id.clone(),
@@ -529,10 +550,34 @@ impl Actor {
         Ok(())
     }
 
+    /// Sends messages to the runtime: to the bridge for a service, else to stdin.
+    async fn write(&mut self, lines: Vec<String>) -> Result<(), String> {
+        for line in lines {
+            match &self.bridge {
+                Some(bridge) => bridge
+                    .send(line)
+                    .map_err(|_| "the service bridge stopped".to_owned())?,
+                None => self
+                    .lane
+                    .write_line(&line)
+                    .await
+                    .map_err(|error| error.to_string())?,
+            }
+        }
+        Ok(())
+    }
+
     async fn decode(&mut self, line: &str) {
-        for decoded in self.decoder.decode(line) {
+        for decoded in self.protocol.decode(line) {
             match decoded {
                 Decoded::Event(event) => self.emit(event),
+                Decoded::Write(message) => {
+                    if let Err(error) = self.write(vec![message]).await {
+                        self.emit(AgentEvent::Error {
+                            message: format!("could not write to the agent: {error}"),
+                        });
+                    }
+                }
                 Decoded::VendorSession(id) => self.vendor_session = Some(id),
                 Decoded::Permission {
                     request_id,
@@ -557,6 +602,8 @@ impl Actor {
                     };
                     self.interrupted = false;
                     self.permissions.clear();
+                    // Steered commands were part of this turn; its completion settles them.
+                    self.steered.clear();
                     self.emit(AgentEvent::TurnCompleted {
                         command_id,
                         outcome,
@@ -571,6 +618,14 @@ impl Actor {
                 }
             }
         }
+    }
+}
+
+/// The next line from the bridge; pending forever when there is none.
+async fn recv_bridge(bridge: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+    match bridge {
+        Some(bridge) => bridge.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -3,148 +3,35 @@
 //! isolated launch directory.
 #![cfg(test)]
 
-use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+mod common;
 
+use common::{REAL_KEY, ScriptedHost, broker_for, npm_bin, until};
 use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
 use paddock_agents::*;
 use paddock_testkit::model::{ScriptedModel, Turn};
 
-/// The real key; only the scripted upstream may ever see it.
-const REAL_KEY: &str = "sk-ant-real-key-for-tests";
-
-/// A broker whose `anthropic` upstream is `model`, swapping vouchers for [`REAL_KEY`].
-async fn broker_for(model: &ScriptedModel) -> std::sync::Arc<dyn LaunchCredentials> {
-    use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamConfig};
-    let broker = CredentialBroker::start(CredentialBrokerConfig {
-        upstreams: vec![UpstreamConfig {
-            name: "anthropic".into(),
-            url: model.base_url(),
-            credential: paddock_client::SecretString::new(REAL_KEY),
-            header: "x-api-key".into(),
-            scheme: None,
-        }],
-        ..CredentialBrokerConfig::default()
-    })
-    .await
-    .unwrap();
-    std::sync::Arc::new(BrokerCredentials {
-        broker: std::sync::Arc::new(broker),
-        anthropic_upstream: "anthropic".into(),
-        paddock_upstream: "anthropic".into(),
-    })
+fn claude() -> std::path::PathBuf {
+    npm_bin("claude")
 }
 
-fn claude() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/agents/node_modules/.bin/claude");
-    assert!(
-        path.exists(),
-        "{} is missing\nhint: run `scripts/setup --dev`",
-        path.display()
-    );
-    path
-}
-
-struct ClaudeHost {
-    root: tempfile::TempDir,
-    work: tempfile::TempDir,
-    models: Mutex<Vec<ScriptedModel>>,
-    launches: AtomicU32,
-}
-
-impl ClaudeHost {
-    fn new() -> Self {
-        Self {
-            root: tempfile::tempdir().unwrap(),
-            work: tempfile::tempdir().unwrap(),
-            models: Mutex::new(Vec::new()),
-            launches: AtomicU32::new(0),
-        }
-    }
-}
-
-/// Polls `condition` until it holds.
-async fn until(mut condition: impl FnMut() -> bool) {
-    while !condition() {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
-fn turn(script: ScriptTurn, index: usize) -> Turn {
-    match script {
-        ScriptTurn::Text(text) => Turn::streamed(&text),
-        ScriptTurn::GatedText(text) => Turn::streamed(&text).gated(),
-        ScriptTurn::SlowText(text) => {
-            Turn::streamed(&text).slow(std::time::Duration::from_millis(150))
-        }
-        ScriptTurn::Shell { command } => Turn::tool(
-            &format!("toolu_conformance_{index}"),
-            "Bash",
-            serde_json::json!({ "command": command, "description": "Run a command" }),
-        ),
-    }
-}
-
-impl ConformanceHost for ClaudeHost {
-    async fn open(&self, script: Vec<ScriptTurn>) -> anyhow::Result<Session> {
-        let model = ScriptedModel::start(
-            script
-                .into_iter()
-                .enumerate()
-                .map(|(index, step)| turn(step, index))
-                .collect(),
-        )?;
-        let credentials = broker_for(&model).await;
-        self.models.lock().unwrap().push(model);
-        let sdk = AgentDriverSdk::new(
-            HostConfig::new(self.root.path())
-                .with_program("claude", claude())
-                .with_credentials(credentials),
-        );
-        let launch = self.launches.fetch_add(1, Ordering::SeqCst);
-        let session = sdk
-            .open(OpenRequest {
-                backend: BackendId::Claude,
-                launch: Launch {
-                    working_directory: self.work.path().to_path_buf(),
-                    instructions: None,
-                    launch_id: format!("conformance-{launch}"),
-                },
-                config: AgentConfig::default(),
-                env: Vec::new(),
-            })
-            .await?;
-        Ok(session)
-    }
-
-    fn release_gate(&self) {
-        if let Some(model) = self.models.lock().unwrap().last() {
-            model.release();
-        }
-    }
+fn claude_host() -> ScriptedHost {
+    let mut host = ScriptedHost::new(BackendId::Claude, ModelApi::AnthropicMessages, claude());
+    host.shell_tool = "Bash";
+    host.shell_input =
+        |command| serde_json::json!({ "command": command, "description": "Run a command" });
+    host
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_two_turns() {
-    let host = ClaudeHost::new();
+    let host = claude_host();
     testing::two_turns(&host).await.unwrap();
     // Claude Code held only a voucher: the upstream saw the real key, the voucher never left
     // the proxy.
-    let models = host.models.lock().unwrap();
-    let requests = models[0].scripted_requests();
+    host.assert_only_real_key_upstream();
+    let requests = host.scripted_requests();
     assert!(requests.len() >= 2, "{requests:?}");
     for request in &requests {
-        assert_eq!(request.header("x-api-key"), Some(REAL_KEY));
-        assert!(
-            request
-                .headers
-                .iter()
-                .all(|(_, value)| !value.starts_with("vch_")),
-            "{:?}",
-            request.headers
-        );
         assert!(
             request.header("x-agent-id").is_some(),
             "the proxy stamps the launch"
@@ -154,7 +41,7 @@ async fn claude_two_turns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_never_holds_the_real_key() {
-    let host = ClaudeHost::new();
+    let host = claude_host();
     let session = host
         .open(vec![ScriptTurn::GatedText("hello".into())])
         .await
@@ -169,14 +56,7 @@ async fn the_cli_never_holds_the_real_key() {
     .unwrap();
     // Read the environment only once Claude Code runs (it has asked the model): right after
     // the fork, /proc still shows the parent's environment until the exec.
-    until(|| {
-        host.models
-            .lock()
-            .unwrap()
-            .last()
-            .is_some_and(ScriptedModel::asked)
-    })
-    .await;
+    until(|| host.asked()).await;
     let pid = session.snapshot().await.pid.unwrap();
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     let environ = String::from_utf8_lossy(&environ);
@@ -225,19 +105,17 @@ async fn a_launch_without_a_broker_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_queues_at_the_boundary() {
-    testing::queue_at_boundary(&ClaudeHost::new())
-        .await
-        .unwrap();
+    testing::queue_at_boundary(&claude_host()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_interrupt() {
-    testing::interrupt(&ClaudeHost::new()).await.unwrap();
+    testing::interrupt(&claude_host()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_permission_allow_runs_the_tool() {
-    let seen = testing::permission(&ClaudeHost::new(), PermissionDecision::Allow)
+    let seen = testing::permission(&claude_host(), PermissionDecision::Allow)
         .await
         .unwrap();
     assert!(
@@ -249,7 +127,7 @@ async fn claude_permission_allow_runs_the_tool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_permission_deny_blocks_the_tool() {
     let seen = testing::permission(
-        &ClaudeHost::new(),
+        &claude_host(),
         PermissionDecision::Deny {
             message: "not allowed in tests".into(),
         },
@@ -266,12 +144,12 @@ async fn claude_permission_deny_blocks_the_tool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_crash_closes_once() {
-    testing::crash(&ClaudeHost::new()).await.unwrap();
+    testing::crash(&claude_host()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_stop_fails_queued_commands() {
-    testing::stop(&ClaudeHost::new()).await.unwrap();
+    testing::stop(&claude_host()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,7 +174,7 @@ async fn probe_reports_claude_and_the_rest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_forces_a_cli_that_ignores_sigint() {
     use std::os::unix::fs::PermissionsExt;
-    let host = ClaudeHost::new();
+    let host = claude_host();
     let wrapper = host.work.path().join("claude-ignoring-sigint");
     std::fs::write(
         &wrapper,
@@ -311,7 +189,7 @@ async fn stop_forces_a_cli_that_ignores_sigint() {
     let sdk = AgentDriverSdk::new(
         HostConfig::new(host.root.path())
             .with_program("claude", &wrapper)
-            .with_credentials(broker_for(&model).await),
+            .with_credentials(broker_for(&model, ModelApi::AnthropicMessages).await),
     );
     let session = sdk
         .open(OpenRequest {

@@ -137,7 +137,8 @@ async fn credentials(
     .context("could not start the credential proxy")?;
     Ok(Arc::new(BrokerCredentials {
         broker: Arc::new(broker),
-        anthropic_upstream: "anthropic".into(),
+        anthropic_upstream: Some("anthropic".into()),
+        openai_upstream: None,
         paddock_upstream: "anthropic".into(),
     }))
 }

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{Adapter, BoxFuture, Decoded, Decoder, LaunchPlan};
+use super::{Adapter, BoxFuture, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Instructions, Lifetime, MidTurnDelivery, Mode,
     Model, OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
 };
+use crate::credentials::ModelApi;
 use crate::host::HostConfig;
 
 #[derive(Debug)]
@@ -141,49 +142,55 @@ impl Adapter for Claude {
         }
     }
 
-    fn encode_user(&self, command: &Command) -> String {
-        json!({
+    fn model_api(&self) -> Option<ModelApi> {
+        Some(ModelApi::AnthropicMessages)
+    }
+
+    fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
+        Box::new(ClaudeProtocol::default())
+    }
+}
+
+/// Encodes stream-json commands and normalises stream-json lines.
+#[derive(Debug, Default)]
+pub struct ClaudeProtocol {
+    session_announced: bool,
+}
+
+impl Protocol for ClaudeProtocol {
+    fn user(&mut self, command: &Command) -> Vec<String> {
+        vec![json!({
             "type": "user",
             "message": { "role": "user", "content": [{ "type": "text", "text": command.text }] },
         })
-        .to_string()
+        .to_string()]
     }
 
-    fn encode_interrupt(&self, request_id: &str) -> String {
-        json!({ "type": "control_request", "request_id": request_id, "request": { "subtype": "interrupt" } }).to_string()
+    fn interrupt(&mut self, request_id: &str) -> Vec<String> {
+        vec![json!({ "type": "control_request", "request_id": request_id, "request": { "subtype": "interrupt" } }).to_string()]
     }
 
-    fn encode_permission(
-        &self,
+    fn permission(
+        &mut self,
         request_id: &str,
         decision: &PermissionDecision,
         input: &Value,
-    ) -> String {
+    ) -> Vec<String> {
         let response = match decision {
             PermissionDecision::Allow => json!({ "behavior": "allow", "updatedInput": input }),
             PermissionDecision::Deny { message } => {
                 json!({ "behavior": "deny", "message": message })
             }
         };
-        json!({
-            "type": "control_response",
-            "response": { "subtype": "success", "request_id": request_id, "response": response },
-        })
-        .to_string()
+        vec![
+            json!({
+                "type": "control_response",
+                "response": { "subtype": "success", "request_id": request_id, "response": response },
+            })
+            .to_string(),
+        ]
     }
 
-    fn decoder(&self) -> Box<dyn Decoder> {
-        Box::new(ClaudeDecoder::default())
-    }
-}
-
-/// Normalises stream-json lines.
-#[derive(Debug, Default)]
-pub struct ClaudeDecoder {
-    session_announced: bool,
-}
-
-impl Decoder for ClaudeDecoder {
     fn decode(&mut self, line: &str) -> Vec<Decoded> {
         let Ok(message) = serde_json::from_str::<Value>(line) else {
             return vec![Decoded::Event(AgentEvent::Error {
@@ -319,7 +326,7 @@ mod tests {
 
     #[test]
     fn normalises_recorded_lines() {
-        let mut decoder = ClaudeDecoder::default();
+        let mut decoder = ClaudeProtocol::default();
         let decoded: Vec<Decoded> = RECORDED
             .iter()
             .flat_map(|line| decoder.decode(line))
@@ -376,22 +383,19 @@ mod tests {
 
     #[test]
     fn encodes_the_control_envelopes() {
-        let claude = Claude { program: None };
-        let allow: Value = serde_json::from_str(&claude.encode_permission(
-            "r1",
-            &PermissionDecision::Allow,
-            &json!({"a": 1}),
-        ))
+        let mut claude = ClaudeProtocol::default();
+        let allow: Value = serde_json::from_str(
+            &claude.permission("r1", &PermissionDecision::Allow, &json!({"a": 1}))[0],
+        )
         .unwrap();
         assert_eq!(
             allow["response"]["response"],
             json!({ "behavior": "allow", "updatedInput": { "a": 1 } })
         );
-        let interrupt: Value = serde_json::from_str(&claude.encode_interrupt("i1")).unwrap();
+        let interrupt: Value = serde_json::from_str(&claude.interrupt("i1")[0]).unwrap();
         assert_eq!(interrupt["request"]["subtype"], "interrupt");
         let user: Value =
-            serde_json::from_str(&claude.encode_user(&Command::user("c", "hi\u{2028}there")))
-                .unwrap();
+            serde_json::from_str(&claude.user(&Command::user("c", "hi\u{2028}there"))[0]).unwrap();
         assert_eq!(user["message"]["content"][0]["text"], "hi\u{2028}there");
     }
 }

@@ -11,12 +11,14 @@ use std::path::PathBuf;
 use std::pin::Pin;
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, OpenRequest,
     PermissionDecision, Probe, Transport, TurnOutcome,
 };
-use crate::host::HostConfig;
+use crate::credentials::ModelApi;
+use crate::host::{HostConfig, LaunchDir};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -39,11 +41,68 @@ pub enum Decoded {
         tool: String,
         input: Value,
     },
+    /// A message the protocol sends on its own: the next handshake step, a prompt that waited
+    /// for the handshake, an answer to a vendor request the contract does not surface.
+    Write(String),
 }
 
-/// Turns vendor output lines into [`Decoded`] items; one per session (it may keep state).
-pub trait Decoder: Send {
+/// One session's protocol state: encodes contract commands as vendor messages and normalises
+/// the vendor's messages. Encoders return the messages to send now; a protocol that must wait
+/// (for a handshake, a thread id) keeps the command and releases it later as
+/// [`Decoded::Write`].
+pub trait Protocol: Send {
+    /// Messages sent right after the runtime starts (a handshake, a state query).
+    fn startup(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Starts a turn for `command`.
+    fn user(&mut self, command: &Command) -> Vec<String>;
+    /// For a `steer` runtime: delivers `command` into the running turn. `None` queues it.
+    fn steer(&mut self, _command: &Command) -> Option<Vec<String>> {
+        None
+    }
+    /// Interrupts the running turn.
+    fn interrupt(&mut self, request_id: &str) -> Vec<String>;
+    /// Answers a permission request.
+    fn permission(
+        &mut self,
+        request_id: &str,
+        decision: &PermissionDecision,
+        input: &Value,
+    ) -> Vec<String>;
+    /// Normalises one vendor message (a stdout line, or a line from the bridge).
     fn decode(&mut self, line: &str) -> Vec<Decoded>;
+}
+
+/// For runtimes served over HTTP rather than stdio: carries the protocol's outbound messages
+/// to the service and its answers and events back as lines. The process's stdout lines still
+/// reach the protocol (a service announces where it listens there).
+pub trait Bridge: Send {
+    /// Starts the bridge's tasks: `inbound` takes the lines for the protocol; the returned
+    /// sender takes the protocol's outbound messages. Dropping that sender stops the bridge.
+    fn start(
+        self: Box<Self>,
+        inbound: mpsc::UnboundedSender<String>,
+    ) -> mpsc::UnboundedSender<String>;
+}
+
+/// What [`Adapter::prepare`] made for one launch.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Environment for the runtime (layered like the launch plan's).
+    pub env: Vec<(String, String)>,
+    /// Values the protocol or bridge needs and the runtime gets through `env` only (a
+    /// service password); never logged.
+    pub private: Vec<(String, String)>,
+}
+
+impl Prepared {
+    pub fn private(&self, name: &str) -> Option<&str> {
+        self.private
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 pub trait Adapter: Send + Sync {
@@ -53,37 +112,25 @@ pub trait Adapter: Send + Sync {
     fn program(&self) -> Option<PathBuf>;
     fn probe(&self) -> BoxFuture<'_, Probe>;
     fn launch(&self, request: &OpenRequest) -> LaunchPlan;
-    fn encode_user(&self, command: &Command) -> String;
-    fn encode_interrupt(&self, request_id: &str) -> String;
-    fn encode_permission(
-        &self,
-        request_id: &str,
-        decision: &PermissionDecision,
-        input: &Value,
-    ) -> String;
-    fn decoder(&self) -> Box<dyn Decoder>;
-    /// Whether the runtime calls a model API and so needs a voucher from the broker.
-    fn needs_model_credentials(&self) -> bool {
-        true
-    }
     /// Writes launch-private configuration (after the credentials are minted) and returns
     /// environment variables pointing at it.
     fn prepare(
         &self,
         _request: &OpenRequest,
-        _dir: &crate::host::LaunchDir,
+        _dir: &LaunchDir,
         _secrets: &[(OsString, OsString)],
-    ) -> std::io::Result<Vec<(String, String)>> {
-        Ok(Vec::new())
+    ) -> std::io::Result<Prepared> {
+        Ok(Prepared::default())
     }
-    /// Lines written right after the process starts (a state query, a handshake).
-    fn startup_lines(&self) -> Vec<String> {
-        Vec::new()
-    }
-    /// For a `steer` runtime: the line that delivers `command` into the running turn.
-    fn encode_steer(&self, _command: &Command) -> Option<String> {
+    /// The protocol state for one session.
+    fn protocol(&self, request: &OpenRequest, prepared: &Prepared) -> Box<dyn Protocol>;
+    /// The HTTP bridge, for service runtimes.
+    fn bridge(&self, _prepared: &Prepared) -> Option<Box<dyn Bridge>> {
         None
     }
+    /// The model API the runtime calls through the credential proxy (it then needs a voucher
+    /// from the broker); `None` for a runtime that reaches no model API of ours.
+    fn model_api(&self) -> Option<ModelApi>;
     /// Whether the runtime asks permission for tools (`permission_requested`).
     fn asks_permission(&self) -> bool {
         true
@@ -227,26 +274,27 @@ impl Adapter for Unavailable {
         LaunchPlan::default()
     }
 
-    fn encode_user(&self, _command: &Command) -> String {
-        String::new()
+    fn model_api(&self) -> Option<ModelApi> {
+        None
     }
 
-    fn encode_interrupt(&self, _request_id: &str) -> String {
-        String::new()
-    }
-
-    fn encode_permission(
-        &self,
-        _request_id: &str,
-        _decision: &PermissionDecision,
-        _input: &Value,
-    ) -> String {
-        String::new()
-    }
-
-    fn decoder(&self) -> Box<dyn Decoder> {
+    fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
         struct Nothing;
-        impl Decoder for Nothing {
+        impl Protocol for Nothing {
+            fn user(&mut self, _command: &Command) -> Vec<String> {
+                Vec::new()
+            }
+            fn interrupt(&mut self, _request_id: &str) -> Vec<String> {
+                Vec::new()
+            }
+            fn permission(
+                &mut self,
+                _request_id: &str,
+                _decision: &PermissionDecision,
+                _input: &Value,
+            ) -> Vec<String> {
+                Vec::new()
+            }
             fn decode(&mut self, _line: &str) -> Vec<Decoded> {
                 Vec::new()
             }

@@ -9,11 +9,12 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{Adapter, BoxFuture, Decoded, Decoder, LaunchPlan};
+use super::{Adapter, BoxFuture, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Model, OpenRequest,
     PermissionDecision, Probe, Transport, TurnOutcome,
 };
+use crate::credentials::ModelApi;
 use crate::host::HostConfig;
 
 #[derive(Debug)]
@@ -95,7 +96,7 @@ impl Adapter for Pi {
         request: &OpenRequest,
         dir: &crate::host::LaunchDir,
         secrets: &[(std::ffi::OsString, std::ffi::OsString)],
-    ) -> std::io::Result<Vec<(String, String)>> {
+    ) -> std::io::Result<Prepared> {
         let base_url = secrets
             .iter()
             .find(|(name, _)| name == "ANTHROPIC_BASE_URL")
@@ -122,49 +123,31 @@ impl Adapter for Pi {
             }
         });
         std::fs::write(agent_dir.join("models.json"), models.to_string())?;
-        Ok(vec![(
-            "PI_CODING_AGENT_DIR".into(),
-            agent_dir.display().to_string(),
-        )])
-    }
-
-    fn startup_lines(&self) -> Vec<String> {
-        vec![json!({ "id": "paddock-state", "type": "get_state" }).to_string()]
-    }
-
-    fn encode_user(&self, command: &Command) -> String {
-        json!({ "type": "prompt", "message": command.text }).to_string()
-    }
-
-    fn encode_steer(&self, command: &Command) -> Option<String> {
-        Some(json!({ "type": "steer", "message": command.text }).to_string())
-    }
-
-    fn encode_interrupt(&self, _request_id: &str) -> String {
-        json!({ "type": "abort" }).to_string()
-    }
-
-    fn encode_permission(
-        &self,
-        _request_id: &str,
-        _decision: &PermissionDecision,
-        _input: &Value,
-    ) -> String {
-        String::new()
+        Ok(Prepared {
+            env: vec![(
+                "PI_CODING_AGENT_DIR".into(),
+                agent_dir.display().to_string(),
+            )],
+            private: Vec::new(),
+        })
     }
 
     fn asks_permission(&self) -> bool {
         false
     }
 
-    fn decoder(&self) -> Box<dyn Decoder> {
-        Box::new(PiDecoder::default())
+    fn model_api(&self) -> Option<ModelApi> {
+        Some(ModelApi::AnthropicMessages)
+    }
+
+    fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
+        Box::new(PiProtocol::default())
     }
 }
 
-/// Normalises Pi's RPC events.
+/// Pi's RPC commands and events.
 #[derive(Debug, Default)]
-pub struct PiDecoder {
+pub struct PiProtocol {
     session_announced: bool,
 }
 
@@ -179,7 +162,34 @@ fn message_text(message: &Value) -> String {
         .join("")
 }
 
-impl Decoder for PiDecoder {
+impl Protocol for PiProtocol {
+    fn startup(&mut self) -> Vec<String> {
+        vec![json!({ "id": "paddock-state", "type": "get_state" }).to_string()]
+    }
+
+    fn user(&mut self, command: &Command) -> Vec<String> {
+        vec![json!({ "type": "prompt", "message": command.text }).to_string()]
+    }
+
+    fn steer(&mut self, command: &Command) -> Option<Vec<String>> {
+        Some(vec![
+            json!({ "type": "steer", "message": command.text }).to_string(),
+        ])
+    }
+
+    fn interrupt(&mut self, _request_id: &str) -> Vec<String> {
+        vec![json!({ "type": "abort" }).to_string()]
+    }
+
+    fn permission(
+        &mut self,
+        _request_id: &str,
+        _decision: &PermissionDecision,
+        _input: &Value,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+
     fn decode(&mut self, line: &str) -> Vec<Decoded> {
         let Ok(message) = serde_json::from_str::<Value>(line) else {
             return vec![Decoded::Event(AgentEvent::Error {
@@ -274,7 +284,7 @@ mod tests {
 
     #[test]
     fn normalises_pi_events() {
-        let mut decoder = PiDecoder::default();
+        let mut decoder = PiProtocol::default();
         let lines = [
             r#"{"id":"paddock-state","type":"response","command":"get_state","success":true,"data":{"sessionId":"s-1"}}"#,
             r#"{"type":"agent_start"}"#,

@@ -1,8 +1,8 @@
 //! A scripted model server on 127.0.0.1 that speaks real wire APIs, so real agent CLIs run end
 //! to end with no internet. A [`Script`] is a list of turns written once, independent of the
-//! API; each API module renders a turn in its own wire format. Today: the Anthropic Messages API
-//! (`POST /v1/messages`, JSON or SSE). The OpenAI Responses and Chat Completions APIs plug in
-//! beside it as further renderers.
+//! API; each API module renders a turn in its own wire format: the Anthropic Messages API
+//! (`POST /v1/messages`), the OpenAI Responses API (`POST /v1/responses`) and Chat Completions
+//! (`POST /v1/chat/completions`), each as JSON or SSE. `GET /v1/models` lists one model.
 //!
 //! Requests are matched to turns in order, except that a turn may carry a `when` text that must
 //! appear in the request's last user message; requests no turn claims (CLIs make side requests,
@@ -306,8 +306,17 @@ impl ScriptedModel {
     }
 }
 
+/// The last user message's text: `messages` (Anthropic, Chat Completions) or `input` (a string
+/// or items, Responses).
 fn last_user_text(body: &Value) -> String {
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+    if let Some(text) = body.get("input").and_then(Value::as_str) {
+        return text.to_owned();
+    }
+    let Some(messages) = body
+        .get("messages")
+        .or_else(|| body.get("input"))
+        .and_then(Value::as_array)
+    else {
         return String::new();
     };
     let Some(last) = messages
@@ -345,6 +354,7 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
         .to_owned();
     let mut headers = Vec::new();
     let mut length = 0usize;
+    let mut chunked = false;
     loop {
         let mut line = String::new();
         reader.read_line(&mut line)?;
@@ -357,19 +367,42 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.parse().unwrap_or(0);
             }
+            if name.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked") {
+                chunked = true;
+            }
             headers.push((name, value));
         }
     }
-    let mut body = vec![0; length.min(64 * 1024 * 1024)];
-    reader.read_exact(&mut body)?;
+    let body = if chunked {
+        read_chunked(&mut reader)?
+    } else {
+        let mut body = vec![0; length.min(64 * 1024 * 1024)];
+        reader.read_exact(&mut body)?;
+        body
+    };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    if !path.starts_with("/v1/messages") {
-        return respond_json(
-            &mut stream,
-            404,
-            &json!({ "type": "error", "error": { "type": "not_found_error", "message": "scripted server: unknown path" } }),
-        );
-    }
+    let path_only = path.split('?').next().unwrap_or_default();
+    let api = match path_only {
+        "/v1/messages" => Api::Anthropic,
+        "/v1/responses" => Api::Responses,
+        "/v1/chat/completions" => Api::Chat,
+        "/v1/models" => {
+            return respond_json(
+                &mut stream,
+                200,
+                &json!({ "object": "list", "data": [
+                    { "id": "scripted-model", "object": "model", "type": "model", "owned_by": "paddock", "created": 0, "display_name": "Scripted model" }
+                ], "has_more": false }),
+            );
+        }
+        _ => {
+            return respond_json(
+                &mut stream,
+                404,
+                &json!({ "type": "error", "error": { "type": "not_found_error", "message": "scripted server: unknown path" } }),
+            );
+        }
+    };
     let user_text = last_user_text(&body);
     let (lock, condvar) = &**state;
     let (turn_index, turn) = {
@@ -417,10 +450,54 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
         condvar.notify_all();
     }
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    anthropic::answer(&mut stream, &turn, streaming, turn_index.unwrap_or(9999))
+    let index = turn_index.unwrap_or(9999);
+    match api {
+        Api::Anthropic => anthropic::answer(&mut stream, &turn, streaming, index),
+        Api::Responses => responses::answer(&mut stream, &turn, streaming, index),
+        Api::Chat => chat::answer(&mut stream, &turn, streaming, index),
+    }
 }
 
-fn respond_json(stream: &mut TcpStream, status: u16, body: &Value) -> anyhow::Result<()> {
+/// The wire APIs the server speaks.
+#[derive(Debug, Clone, Copy)]
+enum Api {
+    Anthropic,
+    Responses,
+    Chat,
+}
+
+/// Reads a `Transfer-Encoding: chunked` body (clients streaming their request, and proxies
+/// forwarding one, send these).
+fn read_chunked(reader: &mut impl BufRead) -> anyhow::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size)?;
+        let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+            .context("chunk size")?;
+        if size == 0 {
+            // Trailers, up to the empty line.
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                    return Ok(body);
+                }
+            }
+        }
+        anyhow::ensure!(body.len() + size <= 64 * 1024 * 1024, "body too large");
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = String::new();
+        reader.read_line(&mut crlf)?;
+    }
+}
+
+pub(crate) fn respond_json(
+    stream: &mut TcpStream,
+    status: u16,
+    body: &Value,
+) -> anyhow::Result<()> {
     let text = body.to_string();
     write!(
         stream,
@@ -443,137 +520,6 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// The Anthropic Messages API.
-mod anthropic {
-    use super::*;
-
-    pub(super) fn answer(
-        stream: &mut TcpStream,
-        turn: &Turn,
-        streaming: bool,
-        index: usize,
-    ) -> anyhow::Result<()> {
-        let parts = match &turn.reply {
-            Reply::Status(code) => {
-                let kind = match code {
-                    429 => "rate_limit_error",
-                    529 => "overloaded_error",
-                    _ => "api_error",
-                };
-                return respond_json(
-                    stream,
-                    *code,
-                    &json!({ "type": "error", "error": { "type": kind, "message": format!("scripted {code}") } }),
-                );
-            }
-            Reply::Parts(parts) | Reply::Disconnect { parts, .. } => parts,
-        };
-        let cut_after = match &turn.reply {
-            Reply::Disconnect { after_chunks, .. } => Some(*after_chunks),
-            _ => None,
-        };
-        let stop_reason = if parts
-            .iter()
-            .any(|part| matches!(part, Part::ToolUse { .. }))
-        {
-            "tool_use"
-        } else {
-            "end_turn"
-        };
-        let message_id = format!("msg_scripted_{index}");
-        if !streaming {
-            let content: Vec<Value> = parts
-                .iter()
-                .map(|part| match part {
-                    Part::Text(chunks) => json!({ "type": "text", "text": chunks.concat() }),
-                    Part::ToolUse { id, name, input } => {
-                        json!({ "type": "tool_use", "id": id, "name": name, "input": input })
-                    }
-                })
-                .collect();
-            return respond_json(
-                stream,
-                200,
-                &json!({
-                    "id": message_id, "type": "message", "role": "assistant", "model": "scripted-model",
-                    "content": content, "stop_reason": stop_reason, "stop_sequence": null,
-                    "usage": { "input_tokens": 12, "output_tokens": 7 }
-                }),
-            );
-        }
-        write!(
-            stream,
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
-        )?;
-        let mut sent = 0usize;
-        let event = |stream: &mut TcpStream, name: &str, data: Value| -> anyhow::Result<bool> {
-            write!(stream, "event: {name}\ndata: {data}\n\n")?;
-            stream.flush()?;
-            Ok(true)
-        };
-        event(
-            stream,
-            "message_start",
-            json!({ "type": "message_start", "message": {
-            "id": message_id, "type": "message", "role": "assistant", "model": "scripted-model",
-            "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": { "input_tokens": 12, "output_tokens": 1 } } }),
-        )?;
-        for (block, part) in parts.iter().enumerate() {
-            match part {
-                Part::Text(chunks) => {
-                    event(
-                        stream,
-                        "content_block_start",
-                        json!({ "type": "content_block_start", "index": block, "content_block": { "type": "text", "text": "" } }),
-                    )?;
-                    for chunk in chunks {
-                        if cut_after.is_some_and(|limit| sent >= limit) {
-                            // Drop the connection mid-stream, as a failing upstream would.
-                            let _ = stream.shutdown(std::net::Shutdown::Both);
-                            return Ok(());
-                        }
-                        if !turn.chunk_delay.is_zero() {
-                            std::thread::sleep(turn.chunk_delay);
-                        }
-                        event(
-                            stream,
-                            "content_block_delta",
-                            json!({ "type": "content_block_delta", "index": block, "delta": { "type": "text_delta", "text": chunk } }),
-                        )?;
-                        sent += 1;
-                    }
-                    event(
-                        stream,
-                        "content_block_stop",
-                        json!({ "type": "content_block_stop", "index": block }),
-                    )?;
-                }
-                Part::ToolUse { id, name, input } => {
-                    event(
-                        stream,
-                        "content_block_start",
-                        json!({ "type": "content_block_start", "index": block, "content_block": { "type": "tool_use", "id": id, "name": name, "input": {} } }),
-                    )?;
-                    event(
-                        stream,
-                        "content_block_delta",
-                        json!({ "type": "content_block_delta", "index": block, "delta": { "type": "input_json_delta", "partial_json": input.to_string() } }),
-                    )?;
-                    event(
-                        stream,
-                        "content_block_stop",
-                        json!({ "type": "content_block_stop", "index": block }),
-                    )?;
-                }
-            }
-        }
-        event(
-            stream,
-            "message_delta",
-            json!({ "type": "message_delta", "delta": { "stop_reason": stop_reason, "stop_sequence": null }, "usage": { "output_tokens": 7 } }),
-        )?;
-        event(stream, "message_stop", json!({ "type": "message_stop" }))?;
-        Ok(())
-    }
-}
+mod anthropic;
+mod chat;
+mod responses;

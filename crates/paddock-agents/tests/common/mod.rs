@@ -1,0 +1,204 @@
+//! The conformance host every backend's tests share: a scripted model server per session,
+//! reached only through a credential broker that swaps the launch's voucher for [`REAL_KEY`],
+//! and the real CLI from `tests/agents/node_modules` (installed by `scripts/setup --dev`).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use paddock_agents::testing::{ConformanceHost, ScriptTurn};
+use paddock_agents::*;
+use paddock_testkit::model::{ScriptedModel, Turn};
+
+/// The real key; only the scripted upstream may ever see it.
+pub const REAL_KEY: &str = "sk-real-key-for-tests";
+
+/// How long a slow turn waits between streamed words.
+pub const SLOW_CHUNK: Duration = Duration::from_millis(150);
+
+/// A broker whose `api` upstream is `model`, swapping vouchers for [`REAL_KEY`].
+pub async fn broker_for(model: &ScriptedModel, api: ModelApi) -> Arc<dyn LaunchCredentials> {
+    use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamConfig};
+    let (name, header, scheme) = match api {
+        ModelApi::AnthropicMessages => ("anthropic", "x-api-key", None),
+        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => {
+            ("openai", "authorization", Some("Bearer".to_owned()))
+        }
+    };
+    let broker = CredentialBroker::start(CredentialBrokerConfig {
+        upstreams: vec![UpstreamConfig {
+            name: name.into(),
+            url: model.base_url(),
+            credential: paddock_client::SecretString::new(REAL_KEY),
+            header: header.into(),
+            scheme,
+        }],
+        ..CredentialBrokerConfig::default()
+    })
+    .await
+    .expect("the credential broker starts");
+    let (anthropic, openai) = match api {
+        ModelApi::AnthropicMessages => (Some(name.to_owned()), None),
+        _ => (None, Some(name.to_owned())),
+    };
+    Arc::new(BrokerCredentials {
+        broker: Arc::new(broker),
+        anthropic_upstream: anthropic,
+        openai_upstream: openai,
+        paddock_upstream: name.into(),
+    })
+}
+
+/// `tests/agents/node_modules/.bin/<name>`, which must exist.
+pub fn npm_bin(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/agents/node_modules/.bin")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing\nhint: run `scripts/setup --dev`",
+        path.display()
+    );
+    path
+}
+
+/// Polls `condition` until it holds.
+pub async fn until(mut condition: impl FnMut() -> bool) {
+    while !condition() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One backend's conformance host.
+pub struct ScriptedHost {
+    pub backend: BackendId,
+    pub api: ModelApi,
+    /// The program registered for the backend's name.
+    pub program: PathBuf,
+    /// The runtime's name for its shell tool (the scripted model calls it).
+    pub shell_tool: &'static str,
+    /// The shell tool's input for `command`.
+    pub shell_input: fn(&str) -> serde_json::Value,
+    pub config: AgentConfig,
+    pub root: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+    pub models: Mutex<Vec<ScriptedModel>>,
+    launches: AtomicU32,
+}
+
+impl ScriptedHost {
+    pub fn new(backend: BackendId, api: ModelApi, program: PathBuf) -> Self {
+        Self {
+            backend,
+            api,
+            program,
+            shell_tool: "bash",
+            shell_input: |command| serde_json::json!({ "command": command }),
+            config: AgentConfig::default(),
+            root: tempfile::tempdir().expect("tempdir"),
+            work: tempfile::tempdir().expect("tempdir"),
+            models: Mutex::new(Vec::new()),
+            launches: AtomicU32::new(0),
+        }
+    }
+
+    pub fn turn(&self, script: ScriptTurn, index: usize) -> Turn {
+        match script {
+            ScriptTurn::Text(text) => Turn::streamed(&text),
+            ScriptTurn::GatedText(text) => Turn::streamed(&text).gated(),
+            ScriptTurn::SlowText(text) => Turn::streamed(&text).slow(SLOW_CHUNK),
+            ScriptTurn::Shell { command } => Turn::tool(
+                &format!("call_conformance_{index}"),
+                self.shell_tool,
+                (self.shell_input)(&command),
+            ),
+        }
+    }
+
+    /// The driver for this host with `credentials`.
+    pub fn sdk(&self, credentials: Arc<dyn LaunchCredentials>) -> AgentDriverSdk {
+        AgentDriverSdk::new(
+            HostConfig::new(self.root.path())
+                .with_program(&self.backend.to_string(), &self.program)
+                .with_credentials(credentials),
+        )
+    }
+
+    pub fn request(&self) -> OpenRequest {
+        let launch = self.launches.fetch_add(1, Ordering::SeqCst);
+        OpenRequest {
+            backend: self.backend,
+            launch: Launch {
+                working_directory: self.work.path().to_path_buf(),
+                instructions: None,
+                launch_id: format!("{}-conformance-{launch}", self.backend),
+            },
+            config: self.config.clone(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Every request the scripted servers answered with a scripted turn.
+    pub fn scripted_requests(&self) -> Vec<paddock_testkit::model::Recorded> {
+        self.models
+            .lock()
+            .expect("models")
+            .iter()
+            .flat_map(ScriptedModel::scripted_requests)
+            .collect()
+    }
+
+    /// The last session's model has been asked at least once.
+    pub fn asked(&self) -> bool {
+        self.models
+            .lock()
+            .expect("models")
+            .last()
+            .is_some_and(ScriptedModel::asked)
+    }
+
+    /// Asserts the upstream saw only the real key and never a voucher.
+    pub fn assert_only_real_key_upstream(&self) {
+        let requests = self.scripted_requests();
+        assert!(!requests.is_empty(), "the model was asked");
+        for request in &requests {
+            let key = match self.api {
+                ModelApi::AnthropicMessages => request.header("x-api-key").map(str::to_owned),
+                _ => request
+                    .header("authorization")
+                    .map(|value| value.trim_start_matches("Bearer ").to_owned()),
+            };
+            assert_eq!(key.as_deref(), Some(REAL_KEY), "{:?}", request.headers);
+            assert!(
+                request
+                    .headers
+                    .iter()
+                    .all(|(_, value)| !value.contains("vch_")),
+                "{:?}",
+                request.headers
+            );
+        }
+    }
+}
+
+impl ConformanceHost for ScriptedHost {
+    async fn open(&self, script: Vec<ScriptTurn>) -> anyhow::Result<Session> {
+        let turns = script
+            .into_iter()
+            .enumerate()
+            .map(|(index, step)| self.turn(step, index))
+            .collect();
+        let model = ScriptedModel::start(turns)?;
+        let credentials = broker_for(&model, self.api).await;
+        self.models.lock().expect("models").push(model);
+        Ok(self.sdk(credentials).open(self.request()).await?)
+    }
+
+    fn release_gate(&self) {
+        if let Some(model) = self.models.lock().expect("models").last() {
+            model.release();
+        }
+    }
+}
