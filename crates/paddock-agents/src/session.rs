@@ -36,6 +36,7 @@ enum Request {
 /// A running agent session. Dropping it stops the session.
 pub struct Session {
     backend: BackendId,
+    capabilities: Capabilities,
     requests: mpsc::UnboundedSender<Request>,
     events: Mutex<Option<mpsc::UnboundedReceiver<AgentEvent>>>,
     closed: watch::Receiver<Option<ClosedFacts>>,
@@ -52,6 +53,11 @@ impl std::fmt::Debug for Session {
 impl Session {
     pub fn backend(&self) -> BackendId {
         self.backend
+    }
+
+    /// The runtime's declared capabilities (how a command sent mid-turn is delivered).
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request, closed: T) -> T {
@@ -267,6 +273,7 @@ pub(crate) async fn open(
     tokio::spawn(actor.run(requests_rx, lane_rx, bridge_rx));
     Ok(Session {
         backend: request.backend,
+        capabilities: adapter.capabilities(),
         requests: requests_tx,
         events: Mutex::new(Some(events_rx)),
         closed: closed_rx,
@@ -359,6 +366,13 @@ impl Actor {
             }
         };
         let mut failed = Vec::new();
+        if let Some(current) = self.current.take() {
+            self.emit(AgentEvent::CommandFailed {
+                command_id: current.clone(),
+                reason: "the session closed during the turn".into(),
+            });
+            failed.push(current);
+        }
         // Steered commands went into the running turn and end with it.
         for steered in std::mem::take(&mut self.steered) {
             self.emit(AgentEvent::CommandFailed {
@@ -366,13 +380,6 @@ impl Actor {
                 reason: "the session closed during the turn it steered".into(),
             });
             failed.push(steered);
-        }
-        if let Some(current) = self.current.take() {
-            self.emit(AgentEvent::CommandFailed {
-                command_id: current.clone(),
-                reason: "the session closed during the turn".into(),
-            });
-            failed.push(current);
         }
         while let Some(command) = self.queue.pop_front() {
             self.emit(AgentEvent::CommandFailed {

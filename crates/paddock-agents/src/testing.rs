@@ -259,14 +259,28 @@ async fn busy_session(
     Ok((session, events, seen))
 }
 
+/// Sends `id` while a turn runs: a queueing runtime queues it, a steering one takes it into
+/// the turn.
+async fn send_mid_turn(session: &Session, id: &str) -> anyhow::Result<()> {
+    let receipt = session.send(Command::user(id, "sent mid-turn")).await;
+    let expected = match session.capabilities().mid_turn_delivery {
+        MidTurnDelivery::Steer => matches!(receipt, Receipt::Accepted),
+        MidTurnDelivery::SafeBoundaryQueue => matches!(receipt, Receipt::Queued { .. }),
+        MidTurnDelivery::Reject => matches!(receipt, Receipt::Rejected { .. }),
+    };
+    anyhow::ensure!(
+        expected,
+        "{:?} runtime answered {receipt:?}",
+        session.capabilities().mid_turn_delivery
+    );
+    Ok(())
+}
+
 /// The runtime killed with SIGKILL: closed once with Crashed, queued commands failed, nothing
 /// after closed, no process left.
 pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
     let (session, mut events, mut seen) = busy_session(host).await?;
-    anyhow::ensure!(matches!(
-        session.send(Command::user("c2", "queued")).await,
-        Receipt::Queued { .. }
-    ));
+    send_mid_turn(&session, "c2").await?;
     let pid = session
         .snapshot()
         .await
@@ -314,7 +328,7 @@ pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
 /// stop with `force_after`: queued commands fail, closed settles once with Stopped.
 pub async fn stop(host: &impl ConformanceHost) -> anyhow::Result<()> {
     let (session, _events, _seen) = busy_session(host).await?;
-    session.send(Command::user("c2", "queued")).await;
+    send_mid_turn(&session, "c2").await?;
     let facts = session
         .stop(StopRequest {
             reason: "owner_request".into(),
@@ -339,24 +353,24 @@ pub async fn stop(host: &impl ConformanceHost) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// For `steer` runtimes: a command sent mid-turn is accepted at once and taken into the running
-/// turn, which ends once (for the root command) after the model answered both.
+/// For `steer` runtimes: a command sent while the model is answering is accepted at once and
+/// taken into the running turn, which ends once (for the root command) after the model
+/// answered both.
 pub async fn steer_mid_turn(host: &impl ConformanceHost) -> anyhow::Result<()> {
     let session = host
         .open(vec![
-            ScriptTurn::GatedText("slow answer".into()),
+            ScriptTurn::SlowText("a slow answer of several words".into()),
             ScriptTurn::Text("steered answer".into()),
         ])
         .await?;
-    let mut events = session
-        .events()
-        .ok_or_else(|| anyhow::anyhow!("events already taken"))?;
+    let mut events = events_of(&session)?;
     let mut seen = Vec::new();
     anyhow::ensure!(
         session.start(Command::user("c1", "take your time")).await == Receipt::Accepted
     );
+    // The model is answering: the first words arrived.
     wait_for(&mut events, &mut seen, |e| {
-        matches!(e, AgentEvent::TurnStarted { .. })
+        matches!(e, AgentEvent::AssistantTextDelta { .. })
     })
     .await?;
     let receipt = session.send(Command::user("c2", "and also this")).await;
@@ -368,7 +382,6 @@ pub async fn steer_mid_turn(host: &impl ConformanceHost) -> anyhow::Result<()> {
     )
     .await?;
     anyhow::ensure!(session.snapshot().await.queued.is_empty());
-    host.release_gate();
     wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
     anyhow::ensure!(seen.iter().any(|e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text.contains("steered answer"))), "{seen:?}");
     anyhow::ensure!(

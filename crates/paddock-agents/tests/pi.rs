@@ -22,7 +22,55 @@ async fn pi_two_turns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pi_steers_mid_turn() {
-    testing::steer_mid_turn(&pi_host()).await.unwrap();
+    let host = pi_host();
+    testing::steer_mid_turn(&host).await.unwrap();
+    // The steered text reached the model inside the same run.
+    let requests = host.scripted_requests();
+    assert!(
+        requests
+            .iter()
+            .any(|request| request.last_user_text().contains("and also this")),
+        "{requests:?}"
+    );
+}
+
+/// Pi's isolated models file names the voucher's variable; neither it nor Pi's arguments hold
+/// the voucher.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pi_config_holds_no_voucher() {
+    use paddock_agents::testing::{ConformanceHost, ScriptTurn};
+    let host = pi_host();
+    let session = host
+        .open(vec![ScriptTurn::GatedText("later".into())])
+        .await
+        .unwrap();
+    session.start(Command::user("c1", "go")).await;
+    common::until(|| host.asked()).await;
+    let launches = host.root.path().join("launches");
+    let launch = std::fs::read_dir(&launches)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let models = std::fs::read_to_string(launch.path().join("pi-agent/models.json")).unwrap();
+    assert!(
+        models.contains("\"apiKey\":\"ANTHROPIC_API_KEY\""),
+        "{models}"
+    );
+    assert!(!models.contains("vch_"), "{models}");
+    let pid = session.snapshot().await.pid.unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    assert!(String::from_utf8_lossy(&environ).contains("ANTHROPIC_API_KEY=vch_"));
+    assert!(!String::from_utf8_lossy(&environ).contains(common::REAL_KEY));
+    host.release_gate();
+    session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: std::time::Duration::from_secs(5),
+        })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

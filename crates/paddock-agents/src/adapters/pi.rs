@@ -1,10 +1,11 @@
 //! Pi (`pi --mode rpc`): one process per session speaking strict LF-delimited JSON. Lifetime
 //! `session`, mid-turn delivery `steer`: a command sent while the agent runs is delivered at
-//! once as a `steer` message that the running turn takes up. Pi reaches its model through a
+//! once as a steering prompt that the running turn takes up (see [`PiProtocol`]). Pi reaches its model through a
 //! custom provider in an isolated agent directory (`PI_CODING_AGENT_DIR`) whose base URL is the
 //! credential proxy and whose key is the voucher's environment variable. Pi has no permission
 //! prompts.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
@@ -71,6 +72,7 @@ impl Adapter for Pi {
             "--mode",
             "rpc",
             "--no-session",
+            "--offline",
             "--provider",
             PROVIDER,
             "--model",
@@ -87,7 +89,11 @@ impl Adapter for Pi {
         }
         LaunchPlan {
             args,
-            env: vec![("PI_SKIP_VERSION_CHECK".into(), "1".into())],
+            env: vec![
+                ("PI_SKIP_VERSION_CHECK".into(), "1".into()),
+                ("PI_OFFLINE".into(), "1".into()),
+                ("PI_TELEMETRY".into(), "0".into()),
+            ],
         }
     }
 
@@ -145,10 +151,39 @@ impl Adapter for Pi {
     }
 }
 
+/// The request id of a turn's root prompt.
+const ROOT_PROMPT: &str = "paddock-prompt";
+
 /// Pi's RPC commands and events.
+///
+/// Steering uses `prompt` with `streamingBehavior: "steer"` rather than `steer`: while Pi runs,
+/// both queue the message for the running turn, but if the run has just ended (its `agent_end`
+/// is still on its way to us) a plain `steer` would wait for the next prompt, whereas the prompt
+/// starts a new run at once. The logical turn then spans both runs: `agent_end` ends it only
+/// when no run is active and every steer has been answered.
 #[derive(Debug, Default)]
 pub struct PiProtocol {
     session_announced: bool,
+    /// A Pi run is active (between `agent_start` and `agent_end`).
+    running: bool,
+    /// Steers sent and not yet answered: id → (text, seen in Pi's steering queue).
+    steers: HashMap<String, (String, bool)>,
+    next_steer: u64,
+    /// An answered steer found Pi idle and starts a run of its own.
+    run_coming: bool,
+    /// The outcome of the last run, held while steers are outstanding.
+    ended: Option<TurnOutcome>,
+}
+
+impl PiProtocol {
+    /// The turn's end, once nothing else belongs to it.
+    fn settle(&mut self, out: &mut Vec<Decoded>) {
+        if !self.running && !self.run_coming && self.steers.is_empty() {
+            if let Some(outcome) = self.ended.take() {
+                out.push(Decoded::TurnEnded(outcome));
+            }
+        }
+    }
 }
 
 fn message_text(message: &Value) -> String {
@@ -168,12 +203,19 @@ impl Protocol for PiProtocol {
     }
 
     fn user(&mut self, command: &Command) -> Vec<String> {
-        vec![json!({ "type": "prompt", "message": command.text }).to_string()]
+        self.running = true;
+        self.ended = None;
+        vec![json!({ "id": ROOT_PROMPT, "type": "prompt", "message": command.text }).to_string()]
     }
 
     fn steer(&mut self, command: &Command) -> Option<Vec<String>> {
+        self.next_steer += 1;
+        let id = format!("paddock-steer-{}", self.next_steer);
+        self.steers
+            .insert(id.clone(), (command.text.clone(), false));
         Some(vec![
-            json!({ "type": "steer", "message": command.text }).to_string(),
+            json!({ "id": id, "type": "prompt", "message": command.text, "streamingBehavior": "steer" })
+                .to_string(),
         ])
     }
 
@@ -209,7 +251,11 @@ impl Protocol for PiProtocol {
                     out.push(Decoded::Event(AgentEvent::SessionStarted {
                         vendor_session_id: id,
                     }));
-                } else if message["success"] == false {
+                    return out;
+                }
+                let id = message["id"].as_str().unwrap_or_default();
+                let refused = message["success"] == false;
+                if refused {
                     out.push(Decoded::Event(AgentEvent::Error {
                         message: format!(
                             "Pi refused `{}`: {}",
@@ -218,6 +264,33 @@ impl Protocol for PiProtocol {
                         ),
                     }));
                 }
+                if id == ROOT_PROMPT && refused {
+                    // No run starts: the turn ends here.
+                    self.running = false;
+                    self.ended = Some(TurnOutcome::Failed(text(&message["error"])));
+                } else if let Some((_, queued)) = self.steers.remove(id) {
+                    // Not queued into a run: Pi was idle and starts a run for it.
+                    if !queued && !refused {
+                        self.run_coming = true;
+                    }
+                }
+                self.settle(&mut out);
+            }
+            Some("queue_update") => {
+                let steering: Vec<&str> = message["steering"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                for (text, queued) in self.steers.values_mut() {
+                    *queued |= steering.contains(&text.as_str());
+                }
+            }
+            Some("agent_start") => {
+                self.running = true;
+                self.run_coming = false;
+                self.ended = None;
             }
             Some("message_update") => {
                 let event = &message["assistantMessageEvent"];
@@ -270,7 +343,9 @@ impl Protocol for PiProtocol {
                     Some("aborted") => TurnOutcome::Interrupted,
                     _ => TurnOutcome::Completed,
                 };
-                out.push(Decoded::TurnEnded(outcome));
+                self.running = false;
+                self.ended = Some(outcome);
+                self.settle(&mut out);
             }
             _ => {}
         }
@@ -319,5 +394,77 @@ mod tests {
         );
         assert_eq!(decoded[7], Decoded::TurnEnded(TurnOutcome::Completed));
         assert_eq!(decoded[8], Decoded::TurnEnded(TurnOutcome::Interrupted));
+    }
+
+    fn ends(decoded: &[Decoded]) -> usize {
+        decoded
+            .iter()
+            .filter(|item| matches!(item, Decoded::TurnEnded(_)))
+            .count()
+    }
+
+    fn feed(protocol: &mut PiProtocol, lines: &[&str]) -> Vec<Decoded> {
+        lines
+            .iter()
+            .flat_map(|line| protocol.decode(line))
+            .collect()
+    }
+
+    const END: &str =
+        r#"{"type":"agent_end","messages":[{"role":"assistant","stopReason":"stop"}]}"#;
+
+    #[test]
+    fn a_steer_queued_into_the_run_ends_with_it() {
+        let mut pi = PiProtocol::default();
+        pi.user(&Command::user("c1", "go"));
+        let steer: Value =
+            serde_json::from_str(&pi.steer(&Command::user("c2", "also")).unwrap()[0]).unwrap();
+        assert_eq!(steer["streamingBehavior"], "steer");
+        let decoded = feed(
+            &mut pi,
+            &[
+                r#"{"type":"agent_start"}"#,
+                r#"{"type":"queue_update","steering":["also"],"followUp":[]}"#,
+                r#"{"id":"paddock-steer-1","type":"response","command":"prompt","success":true}"#,
+                r#"{"type":"queue_update","steering":[],"followUp":[]}"#,
+            ],
+        );
+        assert_eq!(ends(&decoded), 0);
+        assert_eq!(
+            feed(&mut pi, &[END]),
+            vec![Decoded::TurnEnded(TurnOutcome::Completed)]
+        );
+    }
+
+    #[test]
+    fn a_steer_that_finds_pi_idle_keeps_the_turn_open_for_its_run() {
+        let mut pi = PiProtocol::default();
+        pi.user(&Command::user("c1", "go"));
+        assert_eq!(ends(&feed(&mut pi, &[r#"{"type":"agent_start"}"#])), 0);
+        pi.steer(&Command::user("c2", "also"));
+        // The run ended before Pi read the steer: the turn stays open.
+        assert_eq!(ends(&feed(&mut pi, &[END])), 0);
+        let decoded = feed(
+            &mut pi,
+            &[
+                r#"{"id":"paddock-steer-1","type":"response","command":"prompt","success":true}"#,
+                r#"{"type":"agent_start"}"#,
+            ],
+        );
+        assert_eq!(ends(&decoded), 0);
+        assert_eq!(ends(&feed(&mut pi, &[END])), 1);
+    }
+
+    #[test]
+    fn a_refused_root_prompt_fails_the_turn() {
+        let mut pi = PiProtocol::default();
+        pi.user(&Command::user("c1", "go"));
+        let decoded = feed(
+            &mut pi,
+            &[
+                r#"{"id":"paddock-prompt","type":"response","command":"prompt","success":false,"error":"no model"}"#,
+            ],
+        );
+        assert!(decoded.contains(&Decoded::TurnEnded(TurnOutcome::Failed("no model".into()))));
     }
 }
