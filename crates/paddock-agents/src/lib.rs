@@ -47,6 +47,11 @@ impl AgentDriverSdk {
         adapter.probe().await
     }
 
+    /// The model API `backend` calls through the credential proxy, if any.
+    pub fn model_api(&self, backend: BackendId) -> Option<ModelApi> {
+        adapters::adapter(backend, &self.host).model_api()
+    }
+
     /// Launches `backend` for one logical session.
     pub async fn open(&self, request: OpenRequest) -> Result<Session, OpenError> {
         let adapter: Arc<dyn Adapter> = adapters::adapter(request.backend, &self.host).into();

@@ -14,7 +14,7 @@ use paddock_agents::{
 };
 use std::sync::Arc;
 
-use paddock_agents::BrokerCredentials;
+use paddock_agents::{BrokerCredentials, ModelApi};
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, KeySource, UpstreamConfig};
 use serde_json::{Value, json};
@@ -83,13 +83,44 @@ pub struct CommonArgs {
     #[arg(long = "pass-env", value_name = "NAME")]
     pass_env: Vec<String>,
     /// The model API the agent reaches through Paddock's key-swapping proxy (an http URL: the
-    /// proxy speaks plain HTTP upstream, so use a local gateway for a TLS endpoint).
-    #[arg(long, env = "PADDOCK_ANTHROPIC_UPSTREAM", value_name = "URL")]
+    /// proxy speaks plain HTTP upstream, so use a local gateway for a TLS endpoint). Default:
+    /// $PADDOCK_ANTHROPIC_UPSTREAM for backends that call the Anthropic API (claude, pi),
+    /// $PADDOCK_OPENAI_UPSTREAM for those that call OpenAI's (codex, opencode).
+    #[arg(long, value_name = "URL")]
     upstream: Option<String>,
     /// Where the real API key comes from: `env:VAR`, `file:PATH` (0600) or `keychain:SERVICE`.
-    /// It stays in this process; the agent gets a voucher.
-    #[arg(long = "key-from", default_value = "env:ANTHROPIC_API_KEY", value_parser = parse_key_source)]
+    /// It stays in this process; the agent gets a voucher. Default: env:ANTHROPIC_API_KEY or
+    /// env:OPENAI_API_KEY, by the backend's API.
+    #[arg(long = "key-from", value_parser = parse_key_source)]
+    key_from: Option<KeySource>,
+}
+
+/// What the chosen backend's model API needs from this command.
+struct ApiChoice {
+    api: ModelApi,
+    upstream_env: &'static str,
     key_from: KeySource,
+}
+
+fn api_choice(common: &CommonArgs, sdk: &AgentDriverSdk) -> anyhow::Result<Option<ApiChoice>> {
+    let Some(api) = sdk.model_api(common.backend) else {
+        return Ok(None);
+    };
+    let (upstream_env, key_env) = match api {
+        ModelApi::AnthropicMessages => ("PADDOCK_ANTHROPIC_UPSTREAM", "env:ANTHROPIC_API_KEY"),
+        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => {
+            ("PADDOCK_OPENAI_UPSTREAM", "env:OPENAI_API_KEY")
+        }
+    };
+    let key_from = match &common.key_from {
+        Some(source) => source.clone(),
+        None => KeySource::parse(key_env).map_err(|error| anyhow::anyhow!("{error}"))?,
+    };
+    Ok(Some(ApiChoice {
+        api,
+        upstream_env,
+        key_from,
+    }))
 }
 
 fn parse_key_source(text: &str) -> Result<KeySource, String> {
@@ -109,37 +140,53 @@ fn host() -> HostConfig {
     host
 }
 
-/// An in-process credential broker for this command: the agent gets a voucher for `upstream`,
-/// the real key stays here.
+/// An in-process credential broker for this command: the agent gets a voucher for its model
+/// API's upstream, the real key stays here.
 async fn credentials(
     common: &CommonArgs,
+    choice: &ApiChoice,
 ) -> anyhow::Result<Arc<dyn paddock_agents::LaunchCredentials>> {
-    let upstream = common.upstream.clone().ok_or_else(|| {
-        anyhow::anyhow!(
-            "the agent needs a model API to reach through the credential proxy\nhint: pass `--upstream http://…` (or set PADDOCK_ANTHROPIC_UPSTREAM) and keep the key in `--key-from`"
-        )
-    })?;
-    let key = common
+    let upstream = common
+        .upstream
+        .clone()
+        .or_else(|| std::env::var(choice.upstream_env).ok().filter(|url| !url.is_empty()))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the agent needs a model API to reach through the credential proxy\nhint: pass `--upstream http://…` (or set {}) and keep the key in `--key-from`",
+                choice.upstream_env
+            )
+        })?;
+    let key = choice
         .key_from
         .read(|name| std::env::var_os(name))
         .map_err(|error| anyhow::anyhow!("{error}"))?;
+    let (name, header, scheme) = match choice.api {
+        ModelApi::AnthropicMessages => ("anthropic", "x-api-key", None),
+        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => {
+            ("openai", "authorization", Some("Bearer".to_owned()))
+        }
+    };
     let broker = CredentialBroker::start(CredentialBrokerConfig {
         upstreams: vec![UpstreamConfig {
-            name: "anthropic".into(),
+            name: name.into(),
             url: upstream,
             credential: key,
-            header: "x-api-key".into(),
-            scheme: None,
+            header: header.into(),
+            scheme,
         }],
         ..CredentialBrokerConfig::default()
     })
     .await
     .context("could not start the credential proxy")?;
+    let (anthropic_upstream, openai_upstream) = match choice.api {
+        ModelApi::AnthropicMessages => (Some(name.to_owned()), None),
+        _ => (None, Some(name.to_owned())),
+    };
     Ok(Arc::new(BrokerCredentials {
         broker: Arc::new(broker),
-        anthropic_upstream: Some("anthropic".into()),
-        openai_upstream: None,
-        paddock_upstream: "anthropic".into(),
+        anthropic_upstream,
+        openai_upstream,
+        paddock_upstream: name.into(),
     }))
 }
 
@@ -189,9 +236,14 @@ async fn open(common: &CommonArgs) -> anyhow::Result<Session> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
+    let sdk = AgentDriverSdk::new(host());
+    let choice = api_choice(common, &sdk)?;
     let mut env = Vec::new();
     for name in &common.pass_env {
-        if common.key_from.env_var() == Some(name.as_str()) {
+        if choice
+            .as_ref()
+            .is_some_and(|choice| choice.key_from.env_var() == Some(name.as_str()))
+        {
             anyhow::bail!(
                 "`--pass-env {name}` would hand the agent the real key; it gets a voucher instead"
             );
@@ -226,7 +278,12 @@ async fn open(common: &CommonArgs) -> anyhow::Result<Session> {
         },
         env,
     };
-    let sdk = AgentDriverSdk::new(host().with_credentials(credentials(common).await?));
+    let sdk = match &choice {
+        Some(choice) => {
+            AgentDriverSdk::new(host().with_credentials(credentials(common, choice).await?))
+        }
+        None => sdk,
+    };
     sdk.open(request).await.map_err(|error| {
         anyhow::anyhow!("{error}\nhint: `paddock agent probe` shows which backends are installed")
     })
@@ -384,6 +441,13 @@ async fn probe(json: bool) -> anyhow::Result<ExitCode> {
         probes.push(sdk.probe(backend).await);
     }
     let mut stdout = std::io::stdout().lock();
+    if !json {
+        writeln!(
+            stdout,
+            "{:<9} {:<10} {:<10} {:<36} PROBLEM",
+            "BACKEND", "STATUS", "VERSION", "LIFETIME/TRANSPORT/MID-TURN"
+        )?;
+    }
     for probe in &probes {
         let capabilities = format!(
             "{}/{}/{}",

@@ -161,3 +161,43 @@ fn agent_probe_lists_every_backend() {
             .any(|b| b["backend"] == "claude" && b["midTurnDelivery"] == "safe_boundary_queue")
     );
 }
+
+/// Runs one prompt through `paddock agent run --backend <backend>`, the upstream given by the
+/// environment variable for the backend's API, and checks the answer and that only the real key
+/// reached the upstream.
+fn run_backend(backend: &str, upstream_env: &str, key_env: &str, model: &ScriptedModel) {
+    let mut harness = harness_with_claude();
+    harness
+        .set_env(upstream_env, model.base_url())
+        .set_env(key_env, KEY);
+    let run = harness
+        .run(["agent", "run", "--backend", backend, "what is the answer?"])
+        .unwrap()
+        .success()
+        .unwrap();
+    assert!(run.stdout().contains("The answer is forty-two."), "{run}");
+    assert!(run.stderr().contains("[c1: Completed]"), "{run}");
+    assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY));
+    let requests = model.scripted_requests();
+    assert!(!requests.is_empty());
+    for request in requests {
+        let key = request
+            .header("x-api-key")
+            .or_else(|| request.header("authorization"))
+            .unwrap_or_default()
+            .trim_start_matches("Bearer ")
+            .to_owned();
+        assert_eq!(key, KEY, "the upstream sees the real key");
+    }
+}
+
+#[test]
+fn agent_run_drives_pi() {
+    let model = ScriptedModel::start(vec![Turn::streamed("The answer is forty-two.")]).unwrap();
+    run_backend(
+        "pi",
+        "PADDOCK_ANTHROPIC_UPSTREAM",
+        "ANTHROPIC_API_KEY",
+        &model,
+    );
+}

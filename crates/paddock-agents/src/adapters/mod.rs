@@ -164,12 +164,19 @@ pub(crate) async fn probe_version(
     .await;
     let (version, problem) = match output {
         Ok(Ok(output)) if output.status.success() => {
-            let text = String::from_utf8_lossy(&output.stdout);
-            let version = text
-                .split_whitespace()
-                .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
-                .map(str::to_owned);
-            (version, None)
+            // Some CLIs print their version on stderr.
+            let version = [&output.stdout, &output.stderr]
+                .into_iter()
+                .find_map(|bytes| {
+                    String::from_utf8_lossy(bytes)
+                        .split_whitespace()
+                        .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
+                        .map(str::to_owned)
+                });
+            let problem = version
+                .is_none()
+                .then(|| format!("`{} --version` printed no version", program.display()));
+            (version, problem)
         }
         Ok(Ok(output)) => (
             None,
