@@ -315,11 +315,8 @@ pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
         "closed settles to the same facts every time"
     );
     anyhow::ensure!(session.send(Command::user("c3", "late")).await != Receipt::Accepted);
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())).ok();
     anyhow::ensure!(
-        stat.is_none_or(|stat| !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))),
+        !paddock_process::is_zombie(pid.as_raw_nonzero().get() as u32),
         "zombie left"
     );
     Ok(())

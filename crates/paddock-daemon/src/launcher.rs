@@ -231,11 +231,7 @@ async fn wait_for_exit(
 /// True while a process with `pid` exists (signal 0 probes without delivering anything). A
 /// zombie has exited: only its parent's bookkeeping is left.
 fn process_exists(pid: u32) -> bool {
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        && stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    {
+    if paddock_process::is_zombie(pid) {
         return false;
     }
     let Some(pid) = i32::try_from(pid)

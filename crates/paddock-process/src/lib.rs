@@ -17,6 +17,20 @@ use tokio::sync::{mpsc, watch};
 /// How many bytes of stderr are kept.
 pub const STDERR_CAPACITY: usize = 64 * 1024;
 
+/// True when `pid` is a zombie: it has exited and only its parent's bookkeeping is left.
+pub fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which is in parentheses and may contain spaces.
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// True while `pid` exists and has not exited (a zombie does not count).
+pub fn is_running(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
+}
+
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct ChildSpec {
@@ -307,14 +321,7 @@ mod tests {
         exited.await;
         // Both are gone (not even zombies once reaped by us or by init).
         for _ in 0..200 {
-            let alive = |pid: u32| {
-                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                    !stat
-                        .rsplit_once(')')
-                        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-                })
-            };
-            if !alive(grandchild) && !alive(leader) {
+            if !is_running(grandchild) && !is_running(leader) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

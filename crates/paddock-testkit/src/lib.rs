@@ -363,9 +363,7 @@ pub fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> 
 
 /// True while a process with `pid` exists.
 pub fn process_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| stat.split(' ').nth(2) == Some("Z"))
+    paddock_process::is_running(pid)
 }
 
 fn signal(pid: u32, signal: rustix::process::Signal) {

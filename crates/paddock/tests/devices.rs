@@ -505,16 +505,7 @@ fn a_killed_browser_loses_only_its_session_and_is_replaced() {
     );
     // No zombie: the killed browser was reaped.
     wait_until(Duration::from_secs(10), || {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        stat.is_none_or(|stat| {
-            !stat
-                .rsplit_once(')')
-                .unwrap()
-                .1
-                .trim_start()
-                .starts_with('Z')
-        })
-        .then_some(())
+        (!paddock_process::is_zombie(pid.unsigned_abs())).then_some(())
     })
     .unwrap();
     // The pool is back to two warm devices beside the survivor's.
