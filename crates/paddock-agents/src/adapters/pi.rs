@@ -178,10 +178,12 @@ pub struct PiProtocol {
 impl PiProtocol {
     /// The turn's end, once nothing else belongs to it.
     fn settle(&mut self, out: &mut Vec<Decoded>) {
-        if !self.running && !self.run_coming && self.steers.is_empty() {
-            if let Some(outcome) = self.ended.take() {
-                out.push(Decoded::TurnEnded(outcome));
-            }
+        if !self.running
+            && !self.run_coming
+            && self.steers.is_empty()
+            && let Some(outcome) = self.ended.take()
+        {
+            out.push(Decoded::TurnEnded(outcome));
         }
     }
 }
