@@ -60,4 +60,26 @@ impl AgentDriverSdk {
         })?;
         session::open(self.host.clone(), adapter, program, request).await
     }
+
+    /// Launches a runtime through the host's own `adapter` for one logical session: any
+    /// agent that speaks ACP ([`adapters::acp::AcpAdapter`] with an
+    /// [`adapters::acp::AcpProfile`]), or an adapter the host wrote. The session reports the
+    /// adapter's backend id; `request.backend` is set to it. Credentials, the launch
+    /// directory, environment layers and cleanup are the same as for [`Self::open`].
+    pub async fn open_with(
+        &self,
+        adapter: Arc<dyn Adapter>,
+        mut request: OpenRequest,
+    ) -> Result<Session, OpenError> {
+        request.backend = adapter.backend();
+        let program: PathBuf = adapter.program().ok_or(OpenError::NotInstalled {
+            backend: request.backend,
+        })?;
+        session::open(self.host.clone(), adapter, program, request).await
+    }
+
+    /// The host configuration, for building an adapter to pass to [`Self::open_with`].
+    pub fn host(&self) -> &HostConfig {
+        &self.host
+    }
 }

@@ -2,6 +2,7 @@
 //! commands in the vendor protocol and normalises the vendor's output; the logical session
 //! does everything else.
 
+pub mod acp;
 pub mod claude;
 pub mod pi;
 
@@ -213,6 +214,7 @@ pub fn adapter(backend: BackendId, host: &HostConfig) -> Box<dyn Adapter> {
     match backend {
         BackendId::Claude => Box::new(claude::Claude::new(host)),
         BackendId::Pi => Box::new(pi::Pi::new(host)),
+        BackendId::Cursor => Box::new(acp::AcpAdapter::new(acp::AcpProfile::cursor(), host)),
         other => Box::new(Unavailable(other)),
     }
 }

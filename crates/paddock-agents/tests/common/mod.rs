@@ -85,8 +85,15 @@ pub struct ScriptedHost {
     pub root: tempfile::TempDir,
     pub work: tempfile::TempDir,
     pub models: Mutex<Vec<ScriptedModel>>,
+    /// Opens through the host's own adapter ([`AgentDriverSdk::open_with`]) instead of the
+    /// built-in one for `backend`.
+    pub adapter: Option<AdapterFactory>,
     launches: AtomicU32,
 }
+
+/// Builds the adapter a [`ScriptedHost`] opens sessions with.
+pub type AdapterFactory =
+    Arc<dyn Fn(&HostConfig) -> Arc<dyn paddock_agents::adapters::Adapter> + Send + Sync>;
 
 impl ScriptedHost {
     pub fn new(backend: BackendId, api: ModelApi, program: PathBuf) -> Self {
@@ -100,6 +107,7 @@ impl ScriptedHost {
             root: tempfile::tempdir().expect("tempdir"),
             work: tempfile::tempdir().expect("tempdir"),
             models: Mutex::new(Vec::new()),
+            adapter: None,
             launches: AtomicU32::new(0),
         }
     }
@@ -193,7 +201,11 @@ impl ConformanceHost for ScriptedHost {
         let model = ScriptedModel::start(turns)?;
         let credentials = broker_for(&model, self.api).await;
         self.models.lock().expect("models").push(model);
-        Ok(self.sdk(credentials).open(self.request()).await?)
+        let sdk = self.sdk(credentials);
+        Ok(match &self.adapter {
+            Some(adapter) => sdk.open_with(adapter(sdk.host()), self.request()).await?,
+            None => sdk.open(self.request()).await?,
+        })
     }
 
     fn release_gate(&self) {
