@@ -23,7 +23,6 @@ use serde_json::{Value, json};
 fn claude_code_acp_profile() -> AcpProfile {
     let mut profile = AcpProfile::new(BackendId::Claude, "claude-code-acp", &[]);
     profile.model_api = Some(ModelApi::AnthropicMessages);
-    profile.model = paddock_agents::adapters::acp::ModelSelection::Env("ANTHROPIC_MODEL".into());
     profile.private_dirs = vec!["CLAUDE_CONFIG_DIR".into()];
     profile.env = [
         ("DISABLE_AUTOUPDATER", "1"),
@@ -182,6 +181,123 @@ async fn acp_crash_closes_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acp_stop_fails_the_running_command() {
     testing::stop(&acp_host()).await.unwrap();
+}
+
+/// Every live descendant of `pid` (by parent links in /proc).
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            let parent = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut index = 0;
+    while index < found.len() {
+        let parent = found[index];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(child, _)| *child),
+        );
+        index += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Alive and not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// claude-code-acp runs the Claude Code CLI as a child: that child holds only the voucher,
+/// keeps its configuration inside the launch directory, and is gone once the session closed,
+/// whether it was stopped or its leader was killed.
+async fn the_agents_children_stay_inside_the_launch(crash: bool) {
+    let host = acp_host();
+    let session = host
+        .open(vec![ScriptTurn::GatedText("hello".into())])
+        .await
+        .unwrap();
+    let mut events = session.events().unwrap();
+    session.start(Command::user("c1", "hi")).await;
+    let mut seen = Vec::new();
+    testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await
+    .unwrap();
+    common::until(|| host.asked()).await;
+    let pid = session.snapshot().await.pid.unwrap();
+    let children = descendants(pid);
+    let launches = host.root.path().join("launches");
+    let cli = children
+        .iter()
+        // The agent SDK marks the CLI's environment (the CLI renames its own argv to `claude`).
+        .find(|child| {
+            std::fs::read(format!("/proc/{child}/environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains("CLAUDE_CODE_ENTRYPOINT="))
+        })
+        .copied()
+        .unwrap_or_else(|| panic!("no Claude Code child among {children:?}"));
+    let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{cli}/environ")).unwrap())
+        .into_owned();
+    assert!(
+        !environ.contains(common::REAL_KEY),
+        "the real key reached the CLI"
+    );
+    assert!(
+        environ.contains("ANTHROPIC_API_KEY=vch_"),
+        "the CLI holds a voucher"
+    );
+    assert!(
+        environ.contains(&format!("CLAUDE_CONFIG_DIR={}", launches.display())),
+        "the CLI's config dir is in the launch directory"
+    );
+    assert!(environ.contains(&format!("HOME={}", launches.display())));
+    for child in children.iter().chain([&pid]) {
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
+    }
+    let facts = if crash {
+        let leader = rustix::process::Pid::from_raw(pid as i32).unwrap();
+        rustix::process::kill_process(leader, rustix::process::Signal::KILL).unwrap();
+        session.closed().await
+    } else {
+        session
+            .stop(StopRequest {
+                reason: "test".into(),
+                force_after: std::time::Duration::from_secs(5),
+            })
+            .await
+    };
+    host.release_gate();
+    assert!(
+        facts.processes_reaped && facts.launch_dir_removed,
+        "{facts:?}"
+    );
+    let left: Vec<u32> = children.into_iter().filter(|child| alive(*child)).collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_children_are_isolated_and_gone_after_stop() {
+    the_agents_children_stay_inside_the_launch(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_children_are_gone_after_a_crash() {
+    the_agents_children_stay_inside_the_launch(true).await;
 }
 
 // Protocol-level checks of the lane and the Cursor profile.
@@ -564,4 +680,62 @@ fn a_failed_handshake_fails_the_waiting_turn_and_the_next_command_retries() {
     );
     let retry = parse(&protocol.user(&Command::user("c2", "again"))[0]);
     assert_eq!(retry["method"], "session/new");
+}
+
+#[test]
+fn an_interrupt_before_the_session_exists_ends_the_turn_without_prompting() {
+    let mut protocol = AcpProtocol::new(AcpSessionConfig {
+        cwd: "/w".into(),
+        ..Default::default()
+    });
+    let init = parse(&protocol.startup()[0]);
+    assert!(protocol.user(&Command::user("c1", "hi")).is_empty());
+    assert!(protocol.interrupt("i").is_empty(), "nothing to cancel yet");
+    let decoded = protocol.decode(
+        &json!({"jsonrpc":"2.0","id":init["id"],"result":{"protocolVersion":1}}).to_string(),
+    );
+    assert_eq!(turn_ends(&decoded), [TurnOutcome::Interrupted]);
+    let new = &writes(&decoded)[0];
+    let decoded = protocol
+        .decode(&json!({"jsonrpc":"2.0","id":new["id"],"result":{"sessionId":"s1"}}).to_string());
+    assert!(
+        writes(&decoded).is_empty(),
+        "the dropped prompt is not sent: {decoded:?}"
+    );
+}
+
+/// Resuming: `session/load` when the agent can load, its history replay is not reported as
+/// new output, and the requested mode is set before the first prompt.
+#[test]
+fn resuming_loads_the_session_and_sets_the_mode_first() {
+    let root = tempfile::tempdir().unwrap();
+    let host = HostConfig::new(root.path());
+    let mut profile = AcpProfile::new(BackendId::Cursor, "cursor-agent", &["acp"]);
+    profile.modes = vec![(Mode::Plan, "plan".into())];
+    let adapter = AcpAdapter::new(profile, &host).resuming("old-session");
+    let mut request = cursor_request();
+    request.config.mode = Mode::Plan;
+    let mut protocol = adapter.protocol(&request, &Default::default());
+    let init = parse(&protocol.startup()[0]);
+    assert!(protocol.user(&Command::user("c1", "continue")).is_empty());
+    let sent = writes(&protocol.decode(
+        &json!({"jsonrpc":"2.0","id":init["id"],"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}).to_string(),
+    ));
+    assert_eq!(sent[0]["method"], "session/load");
+    assert_eq!(sent[0]["params"]["sessionId"], "old-session");
+    let replay = json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-session","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"an old answer"}}}});
+    assert!(protocol.decode(&replay.to_string()).is_empty());
+    let loaded = protocol.decode(
+        &json!({"jsonrpc":"2.0","id":sent[0]["id"],"result":{"modes":{"currentModeId":"agent","availableModes":[{"id":"agent","name":"Agent"},{"id":"plan","name":"Plan"}]}}}).to_string(),
+    );
+    assert_eq!(loaded[0], Decoded::VendorSession("old-session".into()));
+    let sent = writes(&loaded);
+    assert_eq!(sent.len(), 1, "{loaded:?}");
+    assert_eq!(sent[0]["method"], "session/set_mode");
+    assert_eq!(sent[0]["params"]["modeId"], "plan");
+    let sent = writes(
+        &protocol.decode(&json!({"jsonrpc":"2.0","id":sent[0]["id"],"result":{}}).to_string()),
+    );
+    assert_eq!(sent[0]["method"], "session/prompt");
+    assert_eq!(sent[0]["params"]["sessionId"], "old-session");
 }
