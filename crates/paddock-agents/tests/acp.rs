@@ -211,15 +211,6 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-/// Alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    })
-}
-
 /// claude-code-acp runs the Claude Code CLI as a child: that child holds only the voucher,
 /// keeps its configuration inside the launch directory, and is gone once the session closed,
 /// whether it was stopped or its leader was killed.
@@ -286,7 +277,10 @@ async fn the_agents_children_stay_inside_the_launch(crash: bool) {
         facts.processes_reaped && facts.launch_dir_removed,
         "{facts:?}"
     );
-    let left: Vec<u32> = children.into_iter().filter(|child| alive(*child)).collect();
+    let left: Vec<u32> = children
+        .into_iter()
+        .filter(|child| paddock_process::is_running(*child))
+        .collect();
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
