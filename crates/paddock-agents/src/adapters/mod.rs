@@ -4,6 +4,7 @@
 
 pub mod acp;
 pub mod claude;
+pub mod codex;
 pub mod pi;
 
 use std::ffi::OsString;
@@ -213,6 +214,7 @@ pub(crate) async fn probe_version(
 pub fn adapter(backend: BackendId, host: &HostConfig) -> Box<dyn Adapter> {
     match backend {
         BackendId::Claude => Box::new(claude::Claude::new(host)),
+        BackendId::Codex => Box::new(codex::Codex::new(host)),
         BackendId::Pi => Box::new(pi::Pi::new(host)),
         BackendId::Cursor => Box::new(acp::AcpAdapter::new(acp::AcpProfile::cursor(), host)),
         other => Box::new(Unavailable(other)),
