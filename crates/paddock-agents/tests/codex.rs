@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{ScriptedHost, npm_bin};
-use paddock_agents::testing;
+use common::{REAL_KEY, ScriptedHost, npm_bin, until};
+use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
 use paddock_agents::*;
 
 fn codex_host() -> ScriptedHost {
@@ -105,4 +105,93 @@ async fn probe_reports_codex() {
         probe.capabilities.mid_turn_delivery,
         MidTurnDelivery::SafeBoundaryQueue
     );
+}
+
+/// Codex runs with a voucher and a launch-private `CODEX_HOME` and `HOME`: the real key, the
+/// user's `~/.codex` and the voucher in argv are all out of its reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_holds_only_a_voucher_in_a_private_home() {
+    let host = codex_host();
+    let session = host
+        .open(vec![ScriptTurn::GatedText("hello".into())])
+        .await
+        .unwrap();
+    let mut events = session.events().unwrap();
+    session.start(Command::user("c1", "hi")).await;
+    let mut seen = Vec::new();
+    testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnStarted { .. })
+    })
+    .await
+    .unwrap();
+    // Codex has exec'd and asked the model, so /proc shows its own environment.
+    until(|| host.asked()).await;
+    let pid = session.snapshot().await.pid.unwrap();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    let var = |name: &str| {
+        environ
+            .split('\0')
+            .find_map(|entry| entry.strip_prefix(&format!("{name}=")))
+            .map(str::to_owned)
+    };
+    assert!(!environ.contains(REAL_KEY), "the real key reached the CLI");
+    assert!(var("OPENAI_API_KEY").is_some_and(|key| key.starts_with("vch_")));
+    let launches = host.root.path().join("launches");
+    let codex_home = std::path::PathBuf::from(var("CODEX_HOME").unwrap());
+    let home = std::path::PathBuf::from(var("HOME").unwrap());
+    assert!(codex_home.starts_with(&launches), "{codex_home:?}");
+    assert!(home.starts_with(&launches), "{home:?}");
+    // The config names the key's variable; the voucher itself is in no file.
+    let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
+    assert!(config.contains("env_key = \"OPENAI_API_KEY\""));
+    assert!(!config.contains("vch_"));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
+    host.release_gate();
+    let facts = session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: std::time::Duration::from_secs(5),
+        })
+        .await;
+    assert!(
+        facts.launch_dir_removed && !codex_home.exists(),
+        "{facts:?}"
+    );
+}
+
+/// Every key Paddock writes into `config.toml` is one this Codex knows: `--strict-config`
+/// refuses unknown fields, so a renamed key fails here rather than being silently ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_launch_config_passes_strict_validation() {
+    let root = tempfile::tempdir().unwrap();
+    let host = HostConfig::new(root.path()).with_program("codex", npm_bin("codex"));
+    let adapter = adapters::adapter(BackendId::Codex, &host);
+    let dir = LaunchDir::create(&host, "strict").unwrap();
+    for model in [Model::Default, Model::Named("scripted-model".into())] {
+        let mut request = codex_host().request();
+        request.config.model = model;
+        let secrets = [
+            ("OPENAI_BASE_URL".into(), "http://127.0.0.1:9/v1".into()),
+            ("OPENAI_API_KEY".into(), "vch_not_a_real_voucher".into()),
+        ];
+        let prepared = adapter.prepare(&request, &dir, &secrets).unwrap();
+        let output = tokio::process::Command::new(adapter.program().unwrap())
+            .args(["app-server", "--strict-config", "--print-startup-config"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &dir.home)
+            .envs(prepared.env.iter().map(|(name, value)| (name, value)))
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("\"appServerVersion\":\"0.171.0\""),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert!(dir.remove());
 }

@@ -666,3 +666,330 @@ impl Protocol for CodexProtocol {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{AgentConfig, Instructions, InstructionsFormat, Launch};
+
+    fn request(mode: Mode) -> OpenRequest {
+        OpenRequest {
+            backend: BackendId::Codex,
+            launch: Launch {
+                working_directory: "/work".into(),
+                instructions: Some(Instructions {
+                    format: InstructionsFormat::Markdown,
+                    content: "Be brief.".into(),
+                }),
+                launch_id: "l".into(),
+            },
+            config: AgentConfig {
+                model: Model::Named("scripted-model".into()),
+                mode,
+            },
+            env: Vec::new(),
+        }
+    }
+
+    fn parse(line: &str) -> Value {
+        serde_json::from_str(line).unwrap()
+    }
+
+    fn written(decoded: &[Decoded]) -> Vec<Value> {
+        decoded
+            .iter()
+            .filter_map(|item| match item {
+                Decoded::Write(line) => Some(parse(line)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const THREAD: &str = "01a22d4a-a56a-7bb2-8dcc-e3b34918b10c";
+
+    /// Lines recorded from `codex app-server` 0.171.0 against the scripted Responses server
+    /// (long values shortened, fields the decoder does not read dropped).
+    const RECORDED: &[&str] = &[
+        r#"{"id":1,"result":{"userAgent":"paddock/0.171.0 (Debian 12.0.0; x86_64)","codexHome":"/l/codex-home","platformFamily":"unix","platformOs":"linux"}}"#,
+        r#"{"method":"configWarning","params":{"summary":"Codex could not find bubblewrap on PATH. Codex will use the bundled bubblewrap in the meantime.","details":null},"emittedAtMs":1796056175970}"#,
+        r#"{"id":2,"result":{"thread":{"id":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","sessionId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","modelProvider":"paddock","model":"scripted-model","status":{"type":"idle"}},"approvalPolicy":"untrusted","sandbox":{"type":"workspaceWrite"}}}"#,
+        r#"{"method":"thread/started","params":{"thread":{"id":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","status":{"type":"idle"}}},"emittedAtMs":1796056183300}"#,
+        r#"{"id":3,"result":{"turn":{"id":"01a22d4a-a5b5-7120-8123-cf2856cb3aec","items":[],"itemsView":"notLoaded","status":"inProgress","error":null}}}"#,
+        r#"{"method":"turn/started","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turn":{"id":"01a22d4a-a5b5-7120-8123-cf2856cb3aec","items":[],"status":"inProgress","error":null}},"emittedAtMs":1796056196700}"#,
+        r#"{"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_1","command":"/bin/bash -lc 'echo conformance-tool-ran | tee conformance-output.txt'","cwd":"/work","processId":null,"source":"agent","status":"inProgress","aggregatedOutput":null,"exitCode":null},"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec"},"emittedAtMs":1796056196777}"#,
+        r#"{"method":"item/commandExecution/requestApproval","id":0,"params":{"kind":"command","threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec","itemId":"call_1","startedAtMs":1796056196774,"environmentId":"local","command":"/bin/bash -lc 'echo conformance-tool-ran | tee conformance-output.txt'","cwd":"/work","proposedExecpolicyAmendment":["echo","conformance-tool-ran"],"availableDecisions":["accept","cancel"]}}"#,
+        r#"{"method":"serverRequest/resolved","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","requestId":0},"emittedAtMs":1796056191358}"#,
+        r#"{"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_1","command":"/bin/bash -lc 'echo conformance-tool-ran | tee conformance-output.txt'","cwd":"/work","status":"completed","aggregatedOutput":"conformance-tool-ran\n","exitCode":0},"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec"},"emittedAtMs":1796056191514}"#,
+        r#"{"method":"item/completed","params":{"item":{"type":"commandExecution","id":"call_2","command":"/bin/bash -lc 'rm -rf x'","cwd":"/work","status":"declined","aggregatedOutput":null,"exitCode":null},"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec"},"emittedAtMs":1796056196781}"#,
+        r#"{"method":"item/agentMessage/delta","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec","itemId":"msg_scripted_1_0","delta":"done "},"emittedAtMs":1796056196815}"#,
+        r#"{"method":"item/completed","params":{"item":{"type":"agentMessage","id":"msg_scripted_1_0","text":"done with the tool","phase":null},"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec"},"emittedAtMs":1796056196821}"#,
+        r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d4a-a5b5-7120-8123-cf2856cb3aec","tokenUsage":{"total":{"totalTokens":38,"inputTokens":24,"cachedInputTokens":0,"outputTokens":14,"reasoningOutputTokens":0},"last":{"totalTokens":19,"inputTokens":12,"cachedInputTokens":0,"outputTokens":7,"reasoningOutputTokens":0},"modelContextWindow":258400}},"emittedAtMs":1796056196831}"#,
+        r#"{"method":"turn/completed","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turn":{"id":"01a22d4a-a5b5-7120-8123-cf2856cb3aec","items":[],"status":"completed","error":null}},"emittedAtMs":1796056196845}"#,
+        r#"{"method":"turn/completed","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turn":{"id":"01a22d4a-b8d3-7f60-b776-25b7e300ec16","items":[],"status":"interrupted","error":null}},"emittedAtMs":1796056203434}"#,
+        r#"{"method":"error","params":{"error":{"message":"scripted 400","codexErrorInfo":"other","additionalDetails":null},"willRetry":false,"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turnId":"01a22d54-2c1c-7a81-84fa-07380f0b0186"},"emittedAtMs":1796056820861}"#,
+        r#"{"method":"turn/completed","params":{"threadId":"01a22d4a-a56a-7bb2-8dcc-e3b34918b10c","turn":{"id":"01a22d54-2c1c-7a81-84fa-07380f0b0186","items":[],"status":"failed","error":{"message":"scripted 400","codexErrorInfo":"other"}}},"emittedAtMs":1796056820874}"#,
+    ];
+
+    #[test]
+    fn normalises_recorded_lines() {
+        let mut codex = CodexProtocol::new(&request(Mode::Default));
+        let initialize = parse(&codex.startup()[0]);
+        assert_eq!(initialize["method"], "initialize");
+        assert_eq!(initialize["id"], 1);
+        assert!(initialize.get("jsonrpc").is_none());
+        // A command before the thread exists waits for it.
+        assert!(codex.user(&Command::user("c1", "run the tool")).is_empty());
+
+        let decoded = codex.decode(RECORDED[0]);
+        let sent = written(&decoded);
+        assert_eq!(sent[0], json!({ "method": "initialized" }));
+        assert_eq!(sent[1]["method"], "thread/start");
+        assert_eq!(sent[1]["id"], 2);
+        assert_eq!(
+            sent[1]["params"],
+            json!({
+                "cwd": "/work", "approvalPolicy": "untrusted", "approvalsReviewer": "user",
+                "sandbox": "workspace-write", "modelProvider": "paddock",
+                "model": "scripted-model", "developerInstructions": "Be brief.",
+            })
+        );
+        assert!(codex.decode(RECORDED[1]).is_empty());
+
+        // The thread id is the vendor session; the waiting command starts its turn.
+        let decoded = codex.decode(RECORDED[2]);
+        assert_eq!(decoded[0], Decoded::VendorSession(THREAD.into()));
+        assert_eq!(
+            decoded[1],
+            Decoded::Event(AgentEvent::SessionStarted {
+                vendor_session_id: Some(THREAD.into())
+            })
+        );
+        let turn = &written(&decoded)[0];
+        assert_eq!(turn["method"], "turn/start");
+        assert_eq!(turn["params"]["threadId"], THREAD);
+        assert_eq!(
+            turn["params"]["input"],
+            json!([{ "type": "text", "text": "run the tool" }])
+        );
+        assert!(codex.decode(RECORDED[3]).is_empty());
+        assert!(codex.decode(RECORDED[4]).is_empty());
+        assert!(codex.decode(RECORDED[5]).is_empty());
+
+        assert!(matches!(
+            &codex.decode(RECORDED[6])[..],
+            [Decoded::Event(AgentEvent::ToolCallStarted { call_id, name, input })]
+                if call_id == "call_1" && name == "shell"
+                    && input["command"].as_str().is_some_and(|c| c.contains("conformance-tool-ran"))
+        ));
+        let decoded = codex.decode(RECORDED[7]);
+        let [
+            Decoded::Permission {
+                request_id,
+                tool,
+                input,
+            },
+        ] = &decoded[..]
+        else {
+            panic!("{decoded:?}")
+        };
+        assert_eq!((request_id.as_str(), tool.as_str()), ("0", "shell"));
+        assert_eq!(input["cwd"], "/work");
+        // The answer goes back under Codex's own (numeric) id.
+        let answer = parse(&codex.permission("0", &PermissionDecision::Allow, input)[0]);
+        assert_eq!(
+            answer,
+            json!({ "id": 0, "result": { "decision": "accept" } })
+        );
+        assert!(
+            codex
+                .permission("0", &PermissionDecision::Allow, input)
+                .is_empty(),
+            "answered once"
+        );
+        assert!(codex.decode(RECORDED[8]).is_empty());
+
+        assert_eq!(
+            codex.decode(RECORDED[9]),
+            [Decoded::Event(AgentEvent::ToolCallFinished {
+                call_id: "call_1".into(),
+                is_error: false,
+                output: "conformance-tool-ran\n".into()
+            })]
+        );
+        assert_eq!(
+            codex.decode(RECORDED[10]),
+            [Decoded::Event(AgentEvent::ToolCallFinished {
+                call_id: "call_2".into(),
+                is_error: true,
+                output: String::new()
+            })]
+        );
+        assert_eq!(
+            codex.decode(RECORDED[11]),
+            [Decoded::Event(AgentEvent::AssistantTextDelta {
+                text: "done ".into()
+            })]
+        );
+        assert_eq!(
+            codex.decode(RECORDED[12]),
+            [Decoded::Event(AgentEvent::AssistantMessageCompleted {
+                text: "done with the tool".into()
+            })]
+        );
+        assert_eq!(
+            codex.decode(RECORDED[13]),
+            [Decoded::Event(AgentEvent::Usage {
+                input_tokens: 12,
+                output_tokens: 7
+            })]
+        );
+        assert_eq!(
+            codex.decode(RECORDED[14]),
+            [Decoded::TurnEnded(TurnOutcome::Completed)]
+        );
+        assert_eq!(
+            codex.decode(RECORDED[15]),
+            [Decoded::TurnEnded(TurnOutcome::Interrupted)]
+        );
+        assert!(matches!(
+            &codex.decode(RECORDED[16])[..],
+            [Decoded::Event(AgentEvent::Error { message })] if message.contains("scripted 400")
+        ));
+        assert_eq!(
+            codex.decode(RECORDED[17]),
+            [Decoded::TurnEnded(TurnOutcome::Failed(
+                "scripted 400".into()
+            ))]
+        );
+    }
+
+    #[test]
+    fn interrupts_need_the_turn_id() {
+        let mut codex = CodexProtocol::new(&request(Mode::Default));
+        codex.startup();
+        codex.decode(RECORDED[0]);
+        codex.decode(RECORDED[2]);
+        let turn = parse(&codex.user(&Command::user("c1", "go"))[0]);
+        assert_eq!(turn["id"], 3);
+        // Before `turn/started` the interrupt waits for the turn id…
+        assert!(codex.interrupt("i1").is_empty());
+        let decoded = codex.decode(RECORDED[5]);
+        let interrupt = &written(&decoded)[0];
+        assert_eq!(interrupt["method"], "turn/interrupt");
+        assert_eq!(
+            interrupt["params"],
+            json!({ "threadId": THREAD, "turnId": "01a22d4a-a5b5-7120-8123-cf2856cb3aec" })
+        );
+        // …and goes out once: the turn/start answer does not send it again.
+        assert!(written(&codex.decode(RECORDED[4])).is_empty());
+        // With the turn id known it goes out at once.
+        let again = parse(&codex.interrupt("i2")[0]);
+        assert_eq!(again["method"], "turn/interrupt");
+        // A refused turn never completes, so the refusal ends it.
+        let refused = format!(
+            r#"{{"id":{},"error":{{"code":-32600,"message":"thread busy"}}}}"#,
+            codex.next_id
+        );
+        codex.user(&Command::user("c2", "again"));
+        assert!(matches!(
+            &codex.decode(&refused)[..],
+            [Decoded::TurnEnded(TurnOutcome::Failed(reason))] if reason.contains("thread busy")
+        ));
+    }
+
+    #[test]
+    fn modes_map_to_approval_policy_and_sandbox() {
+        let params = |mode| CodexProtocol::new(&request(mode)).thread_params;
+        let default = params(Mode::Default);
+        assert_eq!(
+            (&default["approvalPolicy"], &default["sandbox"]),
+            (&json!("untrusted"), &json!("workspace-write"))
+        );
+        let bypass = params(Mode::BypassPermissions);
+        assert_eq!(
+            (&bypass["approvalPolicy"], &bypass["sandbox"]),
+            (&json!("never"), &json!("danger-full-access"))
+        );
+        assert_eq!(params(Mode::Plan)["sandbox"], "read-only");
+        assert_eq!(params(Mode::AcceptEdits)["approvalPolicy"], "on-request");
+    }
+
+    #[test]
+    fn other_server_requests_are_answered_at_once() {
+        let mut codex = CodexProtocol::new(&request(Mode::Default));
+        let decoded = codex.decode(
+            r#"{"method":"item/tool/requestUserInput","id":"q1","params":{"threadId":"t","questions":[]}}"#,
+        );
+        let answer = &written(&decoded)[0];
+        assert_eq!(answer["id"], "q1");
+        assert_eq!(answer["error"]["code"], -32601);
+        let decoded = codex.decode(
+            r#"{"method":"item/permissions/requestApproval","id":7,"params":{"threadId":"t","permissions":{}}}"#,
+        );
+        assert_eq!(
+            written(&decoded)[0],
+            json!({ "id": 7, "result": { "permissions": {}, "scope": "turn" } })
+        );
+        // The legacy approval answers in its own vocabulary, under a string id.
+        let decoded = codex.decode(
+            r#"{"method":"execCommandApproval","id":"a1","params":{"conversationId":"t","callId":"c","command":["ls"],"cwd":"/w","parsedCmd":[]}}"#,
+        );
+        assert!(
+            matches!(&decoded[..], [Decoded::Permission { request_id, .. }] if request_id == "a1")
+        );
+        let deny = PermissionDecision::Deny {
+            message: "no".into(),
+        };
+        assert_eq!(
+            parse(&codex.permission("a1", &deny, &Value::Null)[0]),
+            json!({ "id": "a1", "result": { "decision": "denied" } })
+        );
+    }
+
+    #[test]
+    fn bad_lines_and_other_threads_are_not_fatal() {
+        let mut codex = CodexProtocol::new(&request(Mode::Default));
+        codex.startup();
+        codex.decode(RECORDED[0]);
+        codex.decode(RECORDED[2]);
+        assert!(matches!(
+            &codex.decode("not json")[..],
+            [Decoded::Event(AgentEvent::Error { .. })]
+        ));
+        assert!(codex.decode("[1,2]").is_empty());
+        assert!(codex.decode(r#"{"id":99,"result":{}}"#).is_empty());
+        assert!(
+            codex
+                .decode(r#"{"method":"turn/completed","params":{}}"#)
+                .len()
+                == 1
+        );
+        // A sub-agent's thread is not this session's.
+        assert!(
+            codex
+                .decode(r#"{"method":"turn/completed","params":{"threadId":"other","turn":{"status":"completed"}}}"#)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_config_names_the_key_variable_and_switches_off_phoning_home() {
+        let config = config_toml(
+            "http://127.0.0.1:9/v1",
+            &Model::Named("m\"odel\u{7f}".into()),
+        );
+        assert!(
+            config.starts_with("model = \"m\\\"odel\\u007F\"\n"),
+            "{config}"
+        );
+        assert!(config.contains("model_provider = \"paddock\""));
+        assert!(config.contains("[model_providers.paddock]"));
+        assert!(config.contains("base_url = \"http://127.0.0.1:9/v1\""));
+        assert!(config.contains("env_key = \"OPENAI_API_KEY\""));
+        assert!(config.contains("wire_api = \"responses\""));
+        assert!(config.contains("check_for_update_on_startup = false"));
+        assert!(config.contains("[analytics]\nenabled = false"));
+        assert!(config.contains("[feedback]\nenabled = false"));
+        assert!(!config_toml("http://x/v1", &Model::Default).contains("\nmodel ="));
+    }
+}
