@@ -153,9 +153,12 @@ async fn claude_stop_fails_queued_commands() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probe_reports_claude_and_the_rest() {
+async fn probe_reports_claude_and_a_missing_backend() {
+    let root = tempfile::tempdir().unwrap();
     let sdk = AgentDriverSdk::new(
-        HostConfig::new(tempfile::tempdir().unwrap().path()).with_program("claude", claude()),
+        HostConfig::new(root.path())
+            .with_program("claude", claude())
+            .with_program("codex", root.path().join("no-such-codex")),
     );
     let probe = sdk.probe(BackendId::Claude).await;
     assert!(probe.installed, "{probe:?}");
@@ -165,7 +168,14 @@ async fn probe_reports_claude_and_the_rest() {
         MidTurnDelivery::SafeBoundaryQueue
     );
     let codex = sdk.probe(BackendId::Codex).await;
-    assert!(!codex.installed && codex.problem.is_some());
+    assert!(
+        !codex.installed
+            && codex
+                .problem
+                .as_deref()
+                .is_some_and(|p| p.contains("codex")),
+        "{codex:?}"
+    );
 }
 
 /// A CLI that ignores SIGINT and never sees its stdin close (Claude Code behind a wrapper that
