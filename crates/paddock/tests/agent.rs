@@ -129,16 +129,26 @@ fn agent_refuses_to_hand_over_the_key_and_needs_an_upstream() {
     );
 }
 
+/// Every backend with the tests' pinned CLIs on PATH: installed with its version and declared
+/// capabilities; Cursor (not installable here) is reported missing with an install hint.
 #[test]
 fn agent_probe_lists_every_backend() {
     let harness = harness_with_claude();
     let table = harness.run(["agent", "probe"]).unwrap().success().unwrap();
-    assert!(
-        table.stdout().lines().any(|line| line.starts_with("claude")
-            && line.contains("installed")
-            && line.contains("2.1.70")),
-        "{table}"
-    );
+    let expected = [
+        ("claude", "2.1.70", "session/process/safe_boundary_queue"),
+        ("codex", "0.171.0", "session/process/safe_boundary_queue"),
+        ("pi", "0.73.1", "session/process/steer"),
+    ];
+    for (backend, version, capabilities) in expected {
+        assert!(
+            table.stdout().lines().any(|line| line.starts_with(backend)
+                && line.contains("installed")
+                && line.contains(version)
+                && line.contains(capabilities)),
+            "{backend}: {table}"
+        );
+    }
     let json = harness
         .run(["agent", "probe", "--json"])
         .unwrap()
@@ -149,32 +159,47 @@ fn agent_probe_lists_every_backend() {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert_eq!(backends.len(), 5);
+    assert_eq!(backends.len(), 5, "{json}");
+    for (backend, version, _) in expected {
+        assert!(
+            backends.iter().any(|b| b["backend"] == backend
+                && b["installed"] == true
+                && b["version"] == version),
+            "{backend}: {json}"
+        );
+    }
+    let cursor = backends
+        .iter()
+        .find(|b| b["backend"] == "cursor")
+        .expect("cursor listed");
+    assert_eq!(cursor["installed"], false, "{json}");
+    assert_eq!(cursor["midTurnDelivery"], "steer", "{json}");
     assert!(
-        backends
-            .iter()
-            .any(|b| b["backend"] == "codex" && b["installed"] == false)
-    );
-    assert!(
-        backends
-            .iter()
-            .any(|b| b["backend"] == "claude" && b["midTurnDelivery"] == "safe_boundary_queue")
+        cursor["problem"]
+            .as_str()
+            .is_some_and(|problem| problem.contains("cursor-agent")),
+        "{json}"
     );
 }
 
 /// Runs one prompt through `paddock agent run --backend <backend>`, the upstream given by the
 /// environment variable for the backend's API, and checks the answer and that only the real key
 /// reached the upstream.
-fn run_backend(backend: &str, upstream_env: &str, key_env: &str, model: &ScriptedModel) {
+fn run_backend(
+    backend: &str,
+    upstream_env: &str,
+    key_env: &str,
+    model: &ScriptedModel,
+    extra: &[&str],
+) {
     let mut harness = harness_with_claude();
     harness
         .set_env(upstream_env, model.base_url())
         .set_env(key_env, KEY);
-    let run = harness
-        .run(["agent", "run", "--backend", backend, "what is the answer?"])
-        .unwrap()
-        .success()
-        .unwrap();
+    let mut args = vec!["agent", "run", "--backend", backend];
+    args.extend_from_slice(extra);
+    args.push("what is the answer?");
+    let run = harness.run(args).unwrap().success().unwrap();
     assert!(run.stdout().contains("The answer is forty-two."), "{run}");
     assert!(run.stderr().contains("[c1: Completed]"), "{run}");
     assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY));
@@ -199,5 +224,19 @@ fn agent_run_drives_pi() {
         "PADDOCK_ANTHROPIC_UPSTREAM",
         "ANTHROPIC_API_KEY",
         &model,
+        &[],
+    );
+}
+
+#[test]
+fn agent_run_drives_codex() {
+    let model = ScriptedModel::start(vec![Turn::streamed("The answer is forty-two.")]).unwrap();
+    // Codex's own default model is one the scripted server does not know.
+    run_backend(
+        "codex",
+        "PADDOCK_OPENAI_UPSTREAM",
+        "OPENAI_API_KEY",
+        &model,
+        &["--model", "scripted-model"],
     );
 }
