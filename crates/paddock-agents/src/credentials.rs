@@ -49,6 +49,15 @@ pub enum ModelApi {
 }
 
 impl ModelApi {
+    /// How the API's upstream takes the real key: the broker's conventional upstream name, the
+    /// header, and the header's scheme (`x-api-key: <key>` or `authorization: Bearer <key>`).
+    pub fn upstream_auth(self) -> (&'static str, &'static str, Option<&'static str>) {
+        match self {
+            Self::AnthropicMessages => ("anthropic", "x-api-key", None),
+            Self::OpenAiResponses | Self::OpenAiChat => ("openai", "authorization", Some("Bearer")),
+        }
+    }
+
     /// The request the voucher may make besides `GET /v1/models`.
     fn endpoint(self) -> &'static str {
         match self {
@@ -86,6 +95,24 @@ pub struct BrokerCredentials {
     pub openai_upstream: Option<String>,
     /// The broker's upstream name that `PADDOCK_PROXY_URL` points at.
     pub paddock_upstream: String,
+}
+
+impl BrokerCredentials {
+    /// Credentials over a broker with one upstream, for `api`, under the API's conventional
+    /// name ([`ModelApi::upstream_auth`]); Paddock's own upstream is the same one.
+    pub fn single(broker: Arc<CredentialBroker>, api: ModelApi) -> Self {
+        let name = api.upstream_auth().0.to_owned();
+        let (anthropic_upstream, openai_upstream) = match api {
+            ModelApi::AnthropicMessages => (Some(name.clone()), None),
+            ModelApi::OpenAiResponses | ModelApi::OpenAiChat => (None, Some(name.clone())),
+        };
+        Self {
+            broker,
+            anthropic_upstream,
+            openai_upstream,
+            paddock_upstream: name,
+        }
+    }
 }
 
 impl LaunchCredentials for BrokerCredentials {

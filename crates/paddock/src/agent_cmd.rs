@@ -160,34 +160,23 @@ async fn credentials(
         .key_from
         .read(|name| std::env::var_os(name))
         .map_err(|error| anyhow::anyhow!("{error}"))?;
-    let (name, header, scheme) = match choice.api {
-        ModelApi::AnthropicMessages => ("anthropic", "x-api-key", None),
-        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => {
-            ("openai", "authorization", Some("Bearer".to_owned()))
-        }
-    };
+    let (name, header, scheme) = choice.api.upstream_auth();
     let broker = CredentialBroker::start(CredentialBrokerConfig {
         upstreams: vec![UpstreamConfig {
             name: name.into(),
             url: upstream,
             credential: key,
             header: header.into(),
-            scheme,
+            scheme: scheme.map(str::to_owned),
         }],
         ..CredentialBrokerConfig::default()
     })
     .await
     .context("could not start the credential proxy")?;
-    let (anthropic_upstream, openai_upstream) = match choice.api {
-        ModelApi::AnthropicMessages => (Some(name.to_owned()), None),
-        _ => (None, Some(name.to_owned())),
-    };
-    Ok(Arc::new(BrokerCredentials {
-        broker: Arc::new(broker),
-        anthropic_upstream,
-        openai_upstream,
-        paddock_upstream: name.into(),
-    }))
+    Ok(Arc::new(BrokerCredentials::single(
+        Arc::new(broker),
+        choice.api,
+    )))
 }
 
 pub async fn run(command: AgentCommand) -> anyhow::Result<ExitCode> {

@@ -49,55 +49,12 @@ impl Adapter for Claude {
     }
 
     fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(async move {
-            let Some(program) = self.program.clone() else {
-                return Probe {
-                    backend: BackendId::Claude,
-                    installed: false,
-                    program: None,
-                    version: None,
-                    capabilities: CAPABILITIES,
-                    problem: Some(
-                        "`claude` is not on PATH (npm install -g @anthropic-ai/claude-code)".into(),
-                    ),
-                };
-            };
-            let output = tokio::time::timeout(
-                std::time::Duration::from_secs(30),
-                tokio::process::Command::new(&program)
-                    .arg("--version")
-                    .env("DISABLE_AUTOUPDATER", "1")
-                    .kill_on_drop(true)
-                    .output(),
-            )
-            .await;
-            let (version, problem) = match output {
-                Ok(Ok(output)) if output.status.success() => {
-                    let text = String::from_utf8_lossy(&output.stdout);
-                    (text.split_whitespace().next().map(str::to_owned), None)
-                }
-                Ok(Ok(output)) => (
-                    None,
-                    Some(format!("`claude --version` exited with {}", output.status)),
-                ),
-                Ok(Err(error)) => (
-                    None,
-                    Some(format!("could not run `claude --version`: {error}")),
-                ),
-                Err(_) => (
-                    None,
-                    Some("`claude --version` did not answer within 30s".into()),
-                ),
-            };
-            Probe {
-                backend: BackendId::Claude,
-                installed: version.is_some(),
-                program: Some(program),
-                version,
-                capabilities: CAPABILITIES,
-                problem,
-            }
-        })
+        Box::pin(super::probe_version(
+            BackendId::Claude,
+            self.program.clone(),
+            CAPABILITIES,
+            "`claude` is not on PATH (npm install -g @anthropic-ai/claude-code)",
+        ))
     }
 
     fn launch(&self, request: &OpenRequest) -> LaunchPlan {

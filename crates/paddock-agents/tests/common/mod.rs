@@ -21,34 +21,20 @@ pub const SLOW_CHUNK: Duration = Duration::from_millis(150);
 /// A broker whose `api` upstream is `model`, swapping vouchers for [`REAL_KEY`].
 pub async fn broker_for(model: &ScriptedModel, api: ModelApi) -> Arc<dyn LaunchCredentials> {
     use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamConfig};
-    let (name, header, scheme) = match api {
-        ModelApi::AnthropicMessages => ("anthropic", "x-api-key", None),
-        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => {
-            ("openai", "authorization", Some("Bearer".to_owned()))
-        }
-    };
+    let (name, header, scheme) = api.upstream_auth();
     let broker = CredentialBroker::start(CredentialBrokerConfig {
         upstreams: vec![UpstreamConfig {
             name: name.into(),
             url: model.base_url(),
             credential: paddock_client::SecretString::new(REAL_KEY),
             header: header.into(),
-            scheme,
+            scheme: scheme.map(str::to_owned),
         }],
         ..CredentialBrokerConfig::default()
     })
     .await
     .expect("the credential broker starts");
-    let (anthropic, openai) = match api {
-        ModelApi::AnthropicMessages => (Some(name.to_owned()), None),
-        _ => (None, Some(name.to_owned())),
-    };
-    Arc::new(BrokerCredentials {
-        broker: Arc::new(broker),
-        anthropic_upstream: anthropic,
-        openai_upstream: openai,
-        paddock_upstream: name.into(),
-    })
+    Arc::new(BrokerCredentials::single(Arc::new(broker), api))
 }
 
 /// `tests/agents/node_modules/.bin/<name>`, which must exist.
