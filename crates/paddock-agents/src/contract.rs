@@ -358,6 +358,12 @@ pub enum OpenError {
     NotInstalled { backend: BackendId },
     #[error("backend `{backend}` is not supported by this release")]
     Unsupported { backend: BackendId },
+    #[error("`{backend}` {version} is not supported: this release drives {supported}")]
+    UnsupportedVersion {
+        backend: BackendId,
+        version: String,
+        supported: String,
+    },
     #[error("could not prepare the launch directory: {0}")]
     LaunchDir(String),
     #[error("could not start `{program}`: {message}")]

@@ -58,6 +58,7 @@ impl AgentDriverSdk {
         let program: PathBuf = adapter.program().ok_or(OpenError::NotInstalled {
             backend: request.backend,
         })?;
+        adapter.preflight(&program).await?;
         session::open(self.host.clone(), adapter, program, request).await
     }
 

@@ -5,19 +5,20 @@
 pub mod acp;
 pub mod claude;
 pub mod codex;
+pub mod opencode;
 pub mod pi;
 
 use std::ffi::OsString;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::contract::{
-    AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, OpenRequest,
-    PermissionDecision, Probe, Transport, TurnOutcome,
+    AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, OpenError,
+    OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
 use crate::host::{HostConfig, LaunchDir};
@@ -113,6 +114,11 @@ pub trait Adapter: Send + Sync {
     /// The executable, when installed.
     fn program(&self) -> Option<PathBuf>;
     fn probe(&self) -> BoxFuture<'_, Probe>;
+    /// Checks, before anything is minted or written, that `program` is a runtime this adapter
+    /// drives (a version whose protocol it speaks).
+    fn preflight(&self, _program: &Path) -> BoxFuture<'_, Result<(), OpenError>> {
+        Box::pin(async { Ok(()) })
+    }
     fn launch(&self, request: &OpenRequest) -> LaunchPlan;
     /// Writes launch-private configuration (after the credentials are minted) and returns
     /// environment variables pointing at it.
@@ -217,6 +223,7 @@ pub fn adapter(backend: BackendId, host: &HostConfig) -> Box<dyn Adapter> {
         BackendId::Codex => Box::new(codex::Codex::new(host)),
         BackendId::Pi => Box::new(pi::Pi::new(host)),
         BackendId::Cursor => Box::new(acp::AcpAdapter::new(acp::AcpProfile::cursor(), host)),
+        BackendId::OpenCode => Box::new(opencode::OpenCode::new(host)),
         other => Box::new(Unavailable(other)),
     }
 }

@@ -1,0 +1,285 @@
+//! The conformance suite against the real `opencode` CLI (npm `opencode-ai` 1.18, installed by
+//! `scripts/setup --dev`) as `opencode serve`: one authenticated loopback server per session,
+//! driven over HTTP and its SSE event stream, reaching the scripted Chat Completions server
+//! through the credential proxy with only a voucher.
+#![cfg(test)]
+
+mod common;
+
+use common::{ScriptedHost, npm_bin};
+use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
+use paddock_agents::*;
+
+fn opencode_host() -> ScriptedHost {
+    let mut host = ScriptedHost::new(
+        BackendId::OpenCode,
+        ModelApi::OpenAiChat,
+        npm_bin("opencode"),
+    );
+    host.shell_tool = "bash";
+    host.shell_input =
+        |command| serde_json::json!({ "command": command, "description": "Run a command" });
+    host.config.model = Model::Named("scripted-model".into());
+    host
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_two_turns() {
+    let host = opencode_host();
+    testing::two_turns(&host).await.unwrap();
+    host.assert_only_real_key_upstream();
+    let requests = host.scripted_requests();
+    assert!(requests.len() >= 2, "{requests:?}");
+    for request in &requests {
+        assert_eq!(request.path, "/v1/chat/completions");
+        assert_eq!(request.body["model"], "scripted-model");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_steers_mid_turn() {
+    let host = opencode_host();
+    testing::steer_mid_turn(&host).await.unwrap();
+    // The steered prompt reached the model inside the same OpenCode session.
+    let requests = host.scripted_requests();
+    let last = requests.last().expect("the model was asked");
+    assert!(
+        last.body.to_string().contains("and also this"),
+        "{:?}",
+        last.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_interrupt() {
+    testing::interrupt(&opencode_host()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_permission_allow_runs_the_tool() {
+    let host = opencode_host();
+    let seen = testing::permission(&host, PermissionDecision::Allow)
+        .await
+        .unwrap();
+    assert!(
+        seen.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { is_error: false, output, .. } if output.contains("conformance-tool-ran"))),
+        "{seen:?}"
+    );
+    assert!(host.work.path().join("conformance-output.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_permission_deny_skips_the_tool() {
+    let host = opencode_host();
+    let seen = testing::permission(
+        &host,
+        PermissionDecision::Deny {
+            message: "not in this test".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        seen.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { is_error: true, output, .. } if output.contains("not in this test"))),
+        "{seen:?}"
+    );
+    assert!(!host.work.path().join("conformance-output.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_crash_closes_once() {
+    testing::crash(&opencode_host()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_stop_fails_the_running_command() {
+    testing::stop(&opencode_host()).await.unwrap();
+}
+
+/// The server's password reaches it only through its environment: not in argv, and the
+/// server refuses requests without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_server_is_loopback_and_authenticated() {
+    let host = opencode_host();
+    let session = host
+        .open(vec![ScriptTurn::GatedText("hello".into())])
+        .await
+        .unwrap();
+    let mut events = session.events().unwrap();
+    session.start(Command::user("c1", "hi")).await;
+    let mut seen = Vec::new();
+    testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::SessionStarted { .. })
+    })
+    .await
+    .unwrap();
+    let pid = session.snapshot().await.pid.unwrap();
+    let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap())
+        .replace('\0', " ");
+    assert!(
+        cmdline.contains("serve --hostname 127.0.0.1 --port 0"),
+        "{cmdline}"
+    );
+    let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap())
+        .into_owned();
+    let password = environ
+        .split('\0')
+        .find_map(|var| var.strip_prefix("OPENCODE_SERVER_PASSWORD="))
+        .expect("the server has a password")
+        .to_owned();
+    assert!(password.len() >= 32);
+    assert!(!cmdline.contains(&password));
+    assert!(
+        environ.contains("OPENAI_API_KEY=vch_"),
+        "the server holds a voucher"
+    );
+    for var in ["XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "OPENCODE_CONFIG="] {
+        let value = environ
+            .split('\0')
+            .find_map(|entry| entry.strip_prefix(var))
+            .unwrap_or_else(|| panic!("{var} is set"));
+        assert!(
+            value.starts_with(&host.root.path().display().to_string()),
+            "{var}{value} stays in the launch dir"
+        );
+    }
+    let config = environ
+        .split('\0')
+        .find_map(|entry| entry.strip_prefix("OPENCODE_CONFIG="))
+        .unwrap();
+    let config = std::fs::read_to_string(config).unwrap();
+    assert!(
+        !config.contains("vch_"),
+        "the config names the key's variable only"
+    );
+    assert!(config.contains("{env:OPENAI_API_KEY}"));
+    // The server listens on loopback and refuses a request without the password.
+    let port = listening_port(pid).expect("the server listens on a loopback port");
+    let status = raw_status(port, None).await;
+    assert_eq!(status, 401);
+    let status = raw_status(port, Some(("opencode", &password))).await;
+    assert_eq!(status, 200);
+    host.release_gate();
+    session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: std::time::Duration::from_secs(6),
+        })
+        .await;
+}
+
+/// A `opencode` whose major version this release does not drive is refused at `open` with a
+/// typed error, before anything is launched; the probe says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsupported_major_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("opencode");
+    // Prints a version and nothing else: enough for the negative check, never launched.
+    std::fs::write(&fake, "#!/bin/sh\necho 2.0.0\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let sdk = AgentDriverSdk::new(HostConfig::new(state.path()).with_program("opencode", &fake));
+    let probe = sdk.probe(BackendId::OpenCode).await;
+    assert_eq!(probe.version.as_deref(), Some("2.0.0"));
+    assert!(
+        probe
+            .problem
+            .as_deref()
+            .is_some_and(|p| p.contains("2.0.0")),
+        "{probe:?}"
+    );
+    let request = OpenRequest {
+        backend: BackendId::OpenCode,
+        launch: Launch {
+            working_directory: dir.path().to_path_buf(),
+            instructions: None,
+            launch_id: "opencode-v2".into(),
+        },
+        config: AgentConfig::default(),
+        env: Vec::new(),
+    };
+    let error = sdk.open(request).await.unwrap_err();
+    assert!(
+        matches!(&error, OpenError::UnsupportedVersion { backend: BackendId::OpenCode, version, .. } if version == "2.0.0"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("v1 server API"), "{error}");
+    assert!(
+        !state.path().join("launches").exists(),
+        "nothing was prepared"
+    );
+    // The real CLI probes as supported.
+    let sdk = AgentDriverSdk::new(
+        HostConfig::new(state.path()).with_program("opencode", npm_bin("opencode")),
+    );
+    let probe = sdk.probe(BackendId::OpenCode).await;
+    assert!(probe.installed && probe.problem.is_none(), "{probe:?}");
+    assert!(probe.version.is_some_and(|v| v.starts_with("1.")));
+}
+
+/// The TCP port `pid` listens on, from /proc (loopback only).
+fn listening_port(pid: u32) -> Option<u16> {
+    let inodes: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            target
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+        let inode: u64 = inode.parse().ok()?;
+        // 0A = LISTEN; 0100007F = 127.0.0.1.
+        if *state != "0A" || !inodes.contains(&inode) {
+            return None;
+        }
+        let (address, port) = local.split_once(':')?;
+        assert_eq!(address, "0100007F", "the server listens on loopback only");
+        u16::from_str_radix(port, 16).ok()
+    })
+}
+
+/// The status of `GET /session` on the server, with or without credentials.
+async fn raw_status(port: u16, credentials: Option<(&str, &str)>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let auth = credentials
+        .map(|(user, password)| {
+            use base64::Engine as _;
+            format!(
+                "Authorization: Basic {}\r\n",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        })
+        .unwrap_or_default();
+    stream
+        .write_all(
+            format!(
+                "GET /session HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response).await;
+    let response = String::from_utf8_lossy(&response);
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .unwrap_or(0)
+}
