@@ -491,11 +491,9 @@ impl OpenCodeProtocol {
                     && info["id"]
                         .as_str()
                         .is_some_and(|id| self.assistant_messages.insert(id.to_owned()));
-                if new {
-                    if self.turn_open && !self.stepping {
-                        self.stepping = true;
-                        self.release_held(out);
-                    }
+                if new && self.turn_open && !self.stepping {
+                    self.stepping = true;
+                    self.release_held(out);
                 }
             }
             "message.part.delta" => {
@@ -590,14 +588,14 @@ impl OpenCodeProtocol {
                     "error" => Some((true, text(&state["error"]))),
                     _ => None,
                 };
-                if let Some((is_error, output)) = output {
-                    if self.tools_finished.insert(call_id.clone()) {
-                        out.push(Decoded::Event(AgentEvent::ToolCallFinished {
-                            call_id,
-                            is_error,
-                            output: output.chars().take(MAX_OUTPUT).collect(),
-                        }));
-                    }
+                if let Some((is_error, output)) = output
+                    && self.tools_finished.insert(call_id.clone())
+                {
+                    out.push(Decoded::Event(AgentEvent::ToolCallFinished {
+                        call_id,
+                        is_error,
+                        output: output.chars().take(MAX_OUTPUT).collect(),
+                    }));
                 }
             }
             Some("step-finish") => {
@@ -679,10 +677,10 @@ impl Protocol for OpenCodeProtocol {
     fn decode(&mut self, line: &str) -> Vec<Decoded> {
         let mut out = Vec::new();
         if line.starts_with('{') {
-            if let Ok(message) = serde_json::from_str::<Value>(line) {
-                if message.get("bridge").is_some() {
-                    self.bridge_line(&message, &mut out);
-                }
+            if let Ok(message) = serde_json::from_str::<Value>(line)
+                && message.get("bridge").is_some()
+            {
+                self.bridge_line(&message, &mut out);
             }
             return out;
         }
