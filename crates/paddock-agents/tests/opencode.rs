@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ScriptedHost, npm_bin};
+use common::{ScriptedHost, broker_for, npm_bin};
 use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
 use paddock_agents::*;
 
@@ -94,6 +94,50 @@ async fn opencode_crash_closes_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opencode_stop_fails_the_running_command() {
     testing::stop(&opencode_host()).await.unwrap();
+}
+
+/// A model error OpenCode does not retry (HTTP 400 in OpenAI's error shape) ends the turn as
+/// failed with the upstream's message; the session stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_model_error_fails_the_turn() {
+    use paddock_testkit::model::{ScriptedModel, Turn};
+    let host = opencode_host();
+    let model = ScriptedModel::start(vec![Turn::status(400), Turn::text("recovered")]).unwrap();
+    let credentials = broker_for(&model, ModelApi::OpenAiChat).await;
+    let session = host.sdk(credentials).open(host.request()).await.unwrap();
+    let mut events = session.events().unwrap();
+    let mut seen = Vec::new();
+    session.start(Command::user("c1", "fail please")).await;
+    let completed = testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnCompleted { .. })
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(&completed, AgentEvent::TurnCompleted { outcome: TurnOutcome::Failed(message), .. } if message.contains("scripted 400")),
+        "{seen:?}"
+    );
+    assert_eq!(
+        session.send(Command::user("c2", "again")).await,
+        Receipt::Accepted
+    );
+    testing::wait_for(&mut events, &mut seen, |e| {
+        matches!(e, AgentEvent::TurnCompleted { command_id, outcome: TurnOutcome::Completed } if command_id == "c2")
+    })
+    .await
+    .unwrap();
+    assert!(
+        seen.iter().any(
+            |e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text == "recovered")
+        ),
+        "{seen:?}"
+    );
+    session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: std::time::Duration::from_secs(6),
+        })
+        .await;
 }
 
 /// The server's password reaches it only through its environment: not in argv, and the

@@ -254,10 +254,10 @@ mod tests {
         assert_eq!(error_body(500)["error"]["type"], "server_error");
     }
 
-    /// Posts `body` to the scripted server and returns the raw response.
-    fn post(model: &super::super::ScriptedModel, body: &Value) -> String {
+    /// Posts `body` to the scripted server on `port` and returns the raw response.
+    fn post_to(port: u16, body: &Value) -> String {
         use std::io::Read;
-        let mut stream = TcpStream::connect(("127.0.0.1", model.port())).unwrap();
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         let body = body.to_string();
         write!(
             stream,
@@ -268,6 +268,10 @@ mod tests {
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
         response
+    }
+
+    fn post(model: &super::super::ScriptedModel, body: &Value) -> String {
+        post_to(model.port(), body)
     }
 
     fn request(stream: bool) -> Value {
@@ -295,20 +299,7 @@ mod tests {
         // The gated turn answers only after release.
         let waiting = {
             let port = model.port();
-            std::thread::spawn(move || {
-                let model_port = port;
-                let mut stream = TcpStream::connect(("127.0.0.1", model_port)).unwrap();
-                let body = request(true).to_string();
-                write!(
-                    stream,
-                    "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                )
-                .unwrap();
-                let mut response = String::new();
-                let _ = std::io::Read::read_to_string(&mut stream, &mut response);
-                response
-            })
+            std::thread::spawn(move || post_to(port, &request(true)))
         };
         assert!(
             model
