@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::contract::{
-    AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, OpenError,
-    OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
+    AgentEvent, BackendId, Capabilities, Command, OpenError, OpenRequest, PermissionDecision,
+    Probe, TurnOutcome,
 };
 use crate::credentials::ModelApi;
 use crate::host::{HostConfig, LaunchDir};
@@ -89,14 +89,34 @@ pub trait Bridge: Send {
     ) -> mpsc::UnboundedSender<String>;
 }
 
-/// What [`Adapter::prepare`] made for one launch.
-#[derive(Debug, Default)]
+/// What [`Adapter::prepare`] made for one launch. `Debug` shows names only: a service
+/// password travels in both lists.
+#[derive(Default)]
 pub struct Prepared {
     /// Environment for the runtime (layered like the launch plan's).
     pub env: Vec<(String, String)>,
     /// Values the protocol or bridge needs and the runtime gets through `env` only (a
     /// service password); never logged.
     pub private: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field(
+                "env",
+                &self.env.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            )
+            .field(
+                "private",
+                &self
+                    .private
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl Prepared {
@@ -224,99 +244,28 @@ pub fn adapter(backend: BackendId, host: &HostConfig) -> Box<dyn Adapter> {
         BackendId::Pi => Box::new(pi::Pi::new(host)),
         BackendId::Cursor => Box::new(acp::AcpAdapter::new(acp::AcpProfile::cursor(), host)),
         BackendId::OpenCode => Box::new(opencode::OpenCode::new(host)),
-        other => Box::new(Unavailable(other)),
     }
 }
 
-/// A backend whose adapter has not landed: probes as not installed, refuses to open.
-struct Unavailable(BackendId);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Adapter for Unavailable {
-    fn backend(&self) -> BackendId {
-        self.0
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        let (lifetime, transport, mid_turn_delivery) = match self.0 {
-            BackendId::Codex => (
-                Lifetime::Session,
-                Transport::Process,
-                MidTurnDelivery::SafeBoundaryQueue,
-            ),
-            BackendId::OpenCode => (
-                Lifetime::Session,
-                Transport::Service,
-                MidTurnDelivery::Steer,
-            ),
-            BackendId::Pi => (
-                Lifetime::Session,
-                Transport::InProcessSdk,
-                MidTurnDelivery::Steer,
-            ),
-            BackendId::Cursor => (
-                Lifetime::Session,
-                Transport::Process,
-                MidTurnDelivery::Steer,
-            ),
-            BackendId::Claude => (
-                Lifetime::Session,
-                Transport::Process,
-                MidTurnDelivery::SafeBoundaryQueue,
-            ),
+    #[test]
+    fn prepared_debug_names_private_values_only() {
+        let prepared = Prepared {
+            env: vec![("A".into(), "visible".into())],
+            private: vec![("PASSWORD".into(), "hunter2-secret".into())],
         };
-        Capabilities {
-            lifetime,
-            transport,
-            mid_turn_delivery,
-        }
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        None
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(async move {
-            Probe {
-                backend: self.0,
-                installed: false,
-                program: None,
-                version: None,
-                capabilities: self.capabilities(),
-                problem: Some(format!("the `{}` adapter is not in this release", self.0)),
-            }
-        })
-    }
-
-    fn launch(&self, _request: &OpenRequest) -> LaunchPlan {
-        LaunchPlan::default()
-    }
-
-    fn model_api(&self) -> Option<ModelApi> {
-        None
-    }
-
-    fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
-        struct Nothing;
-        impl Protocol for Nothing {
-            fn user(&mut self, _command: &Command) -> Vec<String> {
-                Vec::new()
-            }
-            fn interrupt(&mut self, _request_id: &str) -> Vec<String> {
-                Vec::new()
-            }
-            fn permission(
-                &mut self,
-                _request_id: &str,
-                _decision: &PermissionDecision,
-                _input: &Value,
-            ) -> Vec<String> {
-                Vec::new()
-            }
-            fn decode(&mut self, _line: &str) -> Vec<Decoded> {
-                Vec::new()
-            }
-        }
-        Box::new(Nothing)
+        let shown = format!("{prepared:?}");
+        assert!(
+            shown.contains("PASSWORD") && shown.contains("\"A\""),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter2-secret") && !shown.contains("visible"),
+            "{shown}"
+        );
+        assert_eq!(prepared.private("PASSWORD"), Some("hunter2-secret"));
     }
 }
