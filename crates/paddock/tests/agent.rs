@@ -138,6 +138,7 @@ fn agent_probe_lists_every_backend() {
     let expected = [
         ("claude", "2.1.70", "session/process/safe_boundary_queue"),
         ("codex", "0.171.0", "session/process/safe_boundary_queue"),
+        ("opencode", "1.18.33", "session/service/steer"),
         ("pi", "0.73.1", "session/process/steer"),
     ];
     for (backend, version, capabilities) in expected {
@@ -234,6 +235,18 @@ fn agent_run_drives_codex() {
     // Codex's own default model is one the scripted server does not know.
     run_backend(
         "codex",
+        "PADDOCK_OPENAI_UPSTREAM",
+        "OPENAI_API_KEY",
+        &model,
+        &["--model", "scripted-model"],
+    );
+}
+
+#[test]
+fn agent_run_drives_opencode() {
+    let model = ScriptedModel::start(vec![Turn::streamed("The answer is forty-two.")]).unwrap();
+    run_backend(
+        "opencode",
         "PADDOCK_OPENAI_UPSTREAM",
         "OPENAI_API_KEY",
         &model,
