@@ -165,6 +165,29 @@ pub trait Adapter: Send + Sync {
     }
 }
 
+/// A private, temporary home for one probe; removed on drop.
+struct ProbeHome(PathBuf);
+
+impl ProbeHome {
+    fn create() -> Option<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("paddock-probe-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .ok()
+            .map(|()| Self(path))
+    }
+}
+
+impl Drop for ProbeHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Probes a CLI by running `program --version`.
 pub(crate) async fn probe_version(
     backend: BackendId,
@@ -182,14 +205,24 @@ pub(crate) async fn probe_version(
             problem: Some(missing.to_owned()),
         };
     };
-    let output = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        tokio::process::Command::new(&program)
-            .arg("--version")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await;
+    // Some CLIs create their config, data and cache folders even for `--version`: give them
+    // a throwaway home so a probe leaves nothing in the user's.
+    let home = ProbeHome::create();
+    let mut command = tokio::process::Command::new(&program);
+    command.arg("--version").kill_on_drop(true);
+    if let Some(home) = &home {
+        command.env("HOME", &home.0);
+        for (name, sub) in [
+            ("XDG_CONFIG_HOME", "config"),
+            ("XDG_DATA_HOME", "data"),
+            ("XDG_STATE_HOME", "state"),
+            ("XDG_CACHE_HOME", "cache"),
+        ] {
+            command.env(name, home.0.join(sub));
+        }
+    }
+    let output = tokio::time::timeout(std::time::Duration::from_secs(30), command.output()).await;
+    drop(home);
     let (version, problem) = match output {
         Ok(Ok(output)) if output.status.success() => {
             // Some CLIs print their version on stderr.
