@@ -6,7 +6,7 @@
 mod common;
 
 use common::{REAL_KEY, ScriptedHost, broker_for, npm_bin, until};
-use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
+use paddock_agents::testing::{self, ConformanceHost};
 use paddock_agents::*;
 use paddock_testkit::model::{ScriptedModel, Turn};
 
@@ -42,39 +42,19 @@ async fn claude_two_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_never_holds_the_real_key() {
     let host = claude_host();
-    let session = host
-        .open(vec![ScriptTurn::GatedText("hello".into())])
-        .await
-        .unwrap();
-    let mut events = session.events().unwrap();
-    session.start(Command::user("c1", "hi")).await;
-    let mut seen = Vec::new();
-    testing::wait_for(&mut events, &mut seen, |e| {
-        matches!(e, AgentEvent::TurnStarted { .. })
-    })
-    .await
-    .unwrap();
-    // Read the environment only once Claude Code runs (it has asked the model): right after
-    // the fork, /proc still shows the parent's environment until the exec.
-    until(|| host.asked()).await;
-    let pid = session.snapshot().await.pid.unwrap();
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    let environ = String::from_utf8_lossy(&environ);
+    let (session, pid) = host.running().await;
+    let environ = common::Environ::of(pid);
     assert!(!environ.contains(REAL_KEY), "the real key reached the CLI");
     assert!(
-        environ.contains("ANTHROPIC_API_KEY=vch_"),
+        environ
+            .var("ANTHROPIC_API_KEY")
+            .is_some_and(|key| key.starts_with("vch_")),
         "the CLI holds a voucher"
     );
-    assert!(environ.contains("PADDOCK_PROXY_TOKEN_FILE="));
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
+    assert!(environ.var("PADDOCK_PROXY_TOKEN_FILE").is_some());
+    assert!(!common::cmdline(pid).contains("vch_"));
     host.release_gate();
-    session
-        .stop(StopRequest {
-            reason: "test".into(),
-            force_after: std::time::Duration::from_secs(5),
-        })
-        .await;
+    common::stop(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,31 +95,14 @@ async fn claude_interrupt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_permission_allow_runs_the_tool() {
-    let seen = testing::permission(&claude_host(), PermissionDecision::Allow)
-        .await
-        .unwrap();
-    assert!(
-        seen.iter().any(|event| matches!(event, AgentEvent::ToolCallFinished { output, is_error: false, .. } if output.contains("conformance-tool-ran"))),
-        "{seen:?}"
-    );
+    claude_host().permission_allowed().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_permission_deny_blocks_the_tool() {
-    let seen = testing::permission(
-        &claude_host(),
-        PermissionDecision::Deny {
-            message: "not allowed in tests".into(),
-        },
-    )
-    .await
-    .unwrap();
-    assert!(
-        seen.iter()
-            .any(|event| matches!(event, AgentEvent::ToolCallFinished { is_error: true, .. })),
-        "{seen:?}"
-    );
-    assert!(!seen.iter().any(|event| matches!(event, AgentEvent::ToolCallFinished { output, .. } if output.contains("conformance-tool-ran"))));
+    claude_host()
+        .permission_denied("not allowed in tests")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

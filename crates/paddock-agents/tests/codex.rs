@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{REAL_KEY, ScriptedHost, npm_bin, until};
-use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
+use common::{Environ, REAL_KEY, ScriptedHost, cmdline, npm_bin};
+use paddock_agents::testing::{self, ConformanceHost};
 use paddock_agents::*;
 
 fn codex_host() -> ScriptedHost {
@@ -51,35 +51,12 @@ async fn codex_interrupt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_permission_allow_runs_the_tool() {
-    let host = codex_host();
-    let seen = testing::permission(&host, PermissionDecision::Allow)
-        .await
-        .unwrap();
-    assert!(
-        seen.iter().any(|event| matches!(event, AgentEvent::ToolCallFinished { output, is_error: false, .. } if output.contains("conformance-tool-ran"))),
-        "{seen:?}"
-    );
-    assert!(host.work.path().join("conformance-output.txt").exists());
+    codex_host().permission_allowed().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_permission_deny_blocks_the_tool() {
-    let host = codex_host();
-    let seen = testing::permission(
-        &host,
-        PermissionDecision::Deny {
-            message: "not allowed in tests".into(),
-        },
-    )
-    .await
-    .unwrap();
-    assert!(
-        seen.iter()
-            .any(|event| matches!(event, AgentEvent::ToolCallFinished { is_error: true, .. })),
-        "{seen:?}"
-    );
-    assert!(!seen.iter().any(|event| matches!(event, AgentEvent::ToolCallFinished { output, .. } if output.contains("conformance-tool-ran"))));
-    assert!(!host.work.path().join("conformance-output.txt").exists());
+    codex_host().permission_denied("not allowed in tests").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,29 +89,9 @@ async fn probe_reports_codex() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_holds_only_a_voucher_in_a_private_home() {
     let host = codex_host();
-    let session = host
-        .open(vec![ScriptTurn::GatedText("hello".into())])
-        .await
-        .unwrap();
-    let mut events = session.events().unwrap();
-    session.start(Command::user("c1", "hi")).await;
-    let mut seen = Vec::new();
-    testing::wait_for(&mut events, &mut seen, |e| {
-        matches!(e, AgentEvent::TurnStarted { .. })
-    })
-    .await
-    .unwrap();
-    // Codex has exec'd and asked the model, so /proc shows its own environment.
-    until(|| host.asked()).await;
-    let pid = session.snapshot().await.pid.unwrap();
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    let environ = String::from_utf8_lossy(&environ);
-    let var = |name: &str| {
-        environ
-            .split('\0')
-            .find_map(|entry| entry.strip_prefix(&format!("{name}=")))
-            .map(str::to_owned)
-    };
+    let (session, pid) = host.running().await;
+    let environ = Environ::of(pid);
+    let var = |name: &str| environ.var(name).map(str::to_owned);
     assert!(!environ.contains(REAL_KEY), "the real key reached the CLI");
     assert!(var("OPENAI_API_KEY").is_some_and(|key| key.starts_with("vch_")));
     let launches = host.root.path().join("launches");
@@ -146,15 +103,9 @@ async fn codex_holds_only_a_voucher_in_a_private_home() {
     let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
     assert!(config.contains("env_key = \"OPENAI_API_KEY\""));
     assert!(!config.contains("vch_"));
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
+    assert!(!cmdline(pid).contains("vch_"));
     host.release_gate();
-    let facts = session
-        .stop(StopRequest {
-            reason: "test".into(),
-            force_after: std::time::Duration::from_secs(5),
-        })
-        .await;
+    let facts = common::stop(&session).await;
     assert!(
         facts.launch_dir_removed && !codex_home.exists(),
         "{facts:?}"

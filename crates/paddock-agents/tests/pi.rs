@@ -38,14 +38,9 @@ async fn pi_steers_mid_turn() {
 /// the voucher.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pi_config_holds_no_voucher() {
-    use paddock_agents::testing::{ConformanceHost, ScriptTurn};
+    use paddock_agents::testing::ConformanceHost;
     let host = pi_host();
-    let session = host
-        .open(vec![ScriptTurn::GatedText("later".into())])
-        .await
-        .unwrap();
-    session.start(Command::user("c1", "go")).await;
-    common::until(|| host.asked()).await;
+    let (session, pid) = host.running().await;
     let launches = host.root.path().join("launches");
     let launch = std::fs::read_dir(&launches)
         .unwrap()
@@ -58,19 +53,16 @@ async fn pi_config_holds_no_voucher() {
         "{models}"
     );
     assert!(!models.contains("vch_"), "{models}");
-    let pid = session.snapshot().await.pid.unwrap();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    assert!(!String::from_utf8_lossy(&cmdline).contains("vch_"));
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    assert!(String::from_utf8_lossy(&environ).contains("ANTHROPIC_API_KEY=vch_"));
-    assert!(!String::from_utf8_lossy(&environ).contains(common::REAL_KEY));
+    assert!(!common::cmdline(pid).contains("vch_"));
+    let environ = common::Environ::of(pid);
+    assert!(
+        environ
+            .var("ANTHROPIC_API_KEY")
+            .is_some_and(|key| key.starts_with("vch_"))
+    );
+    assert!(!environ.contains(common::REAL_KEY));
     host.release_gate();
-    session
-        .stop(StopRequest {
-            reason: "test".into(),
-            force_after: std::time::Duration::from_secs(5),
-        })
-        .await;
+    common::stop(&session).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -177,6 +177,107 @@ impl ScriptedHost {
     }
 }
 
+/// The file the conformance suite's shell tool writes.
+pub const TOOL_FILE: &str = "conformance-output.txt";
+/// What the tool prints and writes.
+pub const TOOL_MARKER: &str = "conformance-tool-ran";
+
+impl ScriptedHost {
+    /// The permission round trip answered with allow: the tool ran — its output came back and
+    /// its file is in the working directory.
+    pub async fn permission_allowed(&self) -> Vec<AgentEvent> {
+        let seen = paddock_agents::testing::permission(self, PermissionDecision::Allow)
+            .await
+            .expect("the permission round trip");
+        assert!(
+            seen.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { is_error: false, output, .. } if output.contains(TOOL_MARKER))),
+            "{seen:?}"
+        );
+        let written = std::fs::read_to_string(self.work.path().join(TOOL_FILE)).unwrap_or_default();
+        assert!(written.contains(TOOL_MARKER), "{seen:?}");
+        seen
+    }
+
+    /// The permission round trip answered with deny: the tool did not run and finished as an
+    /// error.
+    pub async fn permission_denied(&self, message: &str) -> Vec<AgentEvent> {
+        let decision = PermissionDecision::Deny {
+            message: message.into(),
+        };
+        let seen = paddock_agents::testing::permission(self, decision)
+            .await
+            .expect("the permission round trip");
+        assert!(
+            seen.iter()
+                .any(|e| matches!(e, AgentEvent::ToolCallFinished { is_error: true, .. })),
+            "{seen:?}"
+        );
+        assert!(
+            !seen.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { output, .. } if output.contains(TOOL_MARKER))),
+            "{seen:?}"
+        );
+        assert!(!self.work.path().join(TOOL_FILE).exists(), "{seen:?}");
+        seen
+    }
+
+    /// Opens a session whose answer waits for [`ConformanceHost::release_gate`], starts `c1`
+    /// and returns once the runtime asked the model — it has exec'd, so `/proc` shows its own
+    /// environment — with its pid.
+    pub async fn running(&self) -> (Session, u32) {
+        let session = self
+            .open(vec![ScriptTurn::GatedText("hello".into())])
+            .await
+            .expect("the session opens");
+        let mut events = session.events().expect("events");
+        session.start(Command::user("c1", "hi")).await;
+        let mut seen = Vec::new();
+        paddock_agents::testing::wait_for(&mut events, &mut seen, |e| {
+            matches!(e, AgentEvent::TurnStarted { .. })
+        })
+        .await
+        .expect("the turn starts");
+        until(|| self.asked()).await;
+        let pid = session.snapshot().await.pid.expect("a pid");
+        (session, pid)
+    }
+}
+
+/// Stops `session` for a test (after a gated turn, release the gate first).
+pub async fn stop(session: &Session) -> ClosedFacts {
+    session
+        .stop(StopRequest {
+            reason: "test".into(),
+            force_after: Duration::from_secs(6),
+        })
+        .await
+}
+
+/// A process's environment (`/proc/<pid>/environ`).
+pub struct Environ(String);
+
+impl Environ {
+    pub fn of(pid: u32) -> Self {
+        let bytes = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+        Self(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.0
+            .split('\0')
+            .find_map(|entry| entry.strip_prefix(name)?.strip_prefix('='))
+    }
+
+    pub fn contains(&self, text: &str) -> bool {
+        self.0.contains(text)
+    }
+}
+
+/// A process's arguments, space-separated.
+pub fn cmdline(pid: u32) -> String {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
+    String::from_utf8_lossy(&bytes).replace('\0', " ")
+}
+
 impl ConformanceHost for ScriptedHost {
     async fn open(&self, script: Vec<ScriptTurn>) -> anyhow::Result<Session> {
         let turns = script
