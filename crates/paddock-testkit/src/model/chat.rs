@@ -14,22 +14,6 @@ use super::{Part, Reply, Turn, respond_json};
 
 const MODEL: &str = "scripted-model";
 
-/// OpenAI's error body for a scripted status.
-fn error_body(code: u16) -> Value {
-    let (kind, error_code) = match code {
-        400 => ("invalid_request_error", Value::Null),
-        401 => ("invalid_request_error", json!("invalid_api_key")),
-        429 => ("requests", json!("rate_limit_exceeded")),
-        _ => ("server_error", Value::Null),
-    };
-    json!({ "error": {
-        "message": format!("scripted {code}"),
-        "type": kind,
-        "param": null,
-        "code": error_code,
-    } })
-}
-
 fn finish_reason(parts: &[Part]) -> &'static str {
     if parts
         .iter()
@@ -139,7 +123,9 @@ pub(super) fn answer(
     index: usize,
 ) -> anyhow::Result<()> {
     let parts = match &turn.reply {
-        Reply::Status(code) => return respond_json(stream, *code, &error_body(*code)),
+        Reply::Status(code) => {
+            return respond_json(stream, *code, &crate::model::openai_error_body(*code));
+        }
         Reply::Parts(parts) | Reply::Disconnect { parts, .. } => parts,
     };
     let cut_after = match &turn.reply {
@@ -248,10 +234,13 @@ mod tests {
 
     #[test]
     fn errors_take_openais_shape() {
-        let body = error_body(429);
+        let body = crate::model::openai_error_body(429);
         assert_eq!(body["error"]["code"], "rate_limit_exceeded");
         assert_eq!(body["error"]["message"], "scripted 429");
-        assert_eq!(error_body(500)["error"]["type"], "server_error");
+        assert_eq!(
+            crate::model::openai_error_body(500)["error"]["type"],
+            "server_error"
+        );
     }
 
     /// Posts `body` to the scripted server on `port` and returns the raw response.

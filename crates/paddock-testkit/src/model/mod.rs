@@ -466,6 +466,24 @@ enum Api {
     Chat,
 }
 
+/// OpenAI's error shape for a scripted status (Responses and Chat Completions share it):
+/// `{"error": {"message", "type", "param", "code"}}`.
+fn openai_error_body(code: u16) -> Value {
+    let (kind, error_code) = match code {
+        400 => ("invalid_request_error", Value::Null),
+        401 => ("invalid_request_error", json!("invalid_api_key")),
+        404 => ("invalid_request_error", json!("model_not_found")),
+        429 => ("requests", json!("rate_limit_exceeded")),
+        _ => ("server_error", Value::Null),
+    };
+    json!({ "error": {
+        "message": format!("scripted {code}"),
+        "type": kind,
+        "param": null,
+        "code": error_code,
+    } })
+}
+
 /// Reads a `Transfer-Encoding: chunked` body (clients streaming their request, and proxies
 /// forwarding one, send these).
 fn read_chunked(reader: &mut impl BufRead) -> anyhow::Result<Vec<u8>> {

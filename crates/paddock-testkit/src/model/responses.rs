@@ -27,7 +27,9 @@ pub(super) fn answer(
     index: usize,
 ) -> anyhow::Result<()> {
     let (parts, cut_after) = match &turn.reply {
-        Reply::Status(code) => return respond_json(stream, *code, &error_body(*code)),
+        Reply::Status(code) => {
+            return respond_json(stream, *code, &crate::model::openai_error_body(*code));
+        }
         Reply::Parts(parts) => (parts, None),
         Reply::Disconnect {
             parts,
@@ -213,23 +215,6 @@ fn response(id: &str, status: &str, output: &[Value]) -> Value {
         "parallel_tool_calls": true,
         "usage": usage
     })
-}
-
-/// OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`.
-fn error_body(code: u16) -> Value {
-    let (kind, error_code) = match code {
-        400 => ("invalid_request_error", Value::Null),
-        401 => ("invalid_request_error", json!("invalid_api_key")),
-        404 => ("invalid_request_error", json!("model_not_found")),
-        429 => ("requests", json!("rate_limit_exceeded")),
-        _ => ("server_error", Value::Null),
-    };
-    json!({ "error": {
-        "message": format!("scripted {code}"),
-        "type": kind,
-        "param": null,
-        "code": error_code
-    } })
 }
 
 #[cfg(test)]
