@@ -13,8 +13,8 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use paddock_agents::{
-    AgentConfig, AgentDriverSdk, AgentEvent, BackendId, Command, HostConfig, Launch, OpenRequest,
-    StopRequest,
+    AgentConfig, AgentDriverSdk, AgentEvent, BackendId, BrokerCredentials, Command, HostConfig,
+    Launch, ModelApi, OpenRequest, StopRequest,
 };
 
 fn now_ns() -> u64 {
@@ -78,8 +78,26 @@ async fn main() -> anyhow::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
     }
+    // Launches need a credential broker; the fake CLI never calls the upstream it points at.
+    let broker =
+        paddock_credentials::CredentialBroker::start(paddock_credentials::CredentialBrokerConfig {
+            upstreams: vec![paddock_credentials::UpstreamConfig {
+                name: "anthropic".into(),
+                url: "http://127.0.0.1:9".into(),
+                credential: paddock_client::SecretString::new("sk-bench-unused"),
+                header: "x-api-key".into(),
+                scheme: None,
+            }],
+            ..Default::default()
+        })
+        .await?;
     let sdk = AgentDriverSdk::new(
-        HostConfig::new(dir.path().join("state")).with_program("claude", &wrapper),
+        HostConfig::new(dir.path().join("state"))
+            .with_program("claude", &wrapper)
+            .with_credentials(std::sync::Arc::new(BrokerCredentials::single(
+                std::sync::Arc::new(broker),
+                ModelApi::AnthropicMessages,
+            ))),
     );
     let open = |id: String| {
         let sdk = sdk.clone();
