@@ -17,23 +17,8 @@ use paddock_agents::testing::{self, ConformanceHost, ScriptTurn};
 use paddock_agents::*;
 use serde_json::{Value, json};
 
-/// `claude-code-acp` as a host would describe it: no ACP authentication (Claude Code reads
-/// `ANTHROPIC_API_KEY`, here the voucher), the Anthropic Messages API, and Claude Code's
-/// configuration kept inside the launch directory.
 fn claude_code_acp_profile() -> AcpProfile {
-    let mut profile = AcpProfile::new(BackendId::Claude, "claude-code-acp", &[]);
-    profile.model_api = Some(ModelApi::AnthropicMessages);
-    profile.private_dirs = vec!["CLAUDE_CONFIG_DIR".into()];
-    profile.env = [
-        ("DISABLE_AUTOUPDATER", "1"),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        ("DISABLE_TELEMETRY", "1"),
-        ("DISABLE_ERROR_REPORTING", "1"),
-    ]
-    .iter()
-    .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-    .collect();
-    profile
+    AcpProfile::claude_code_acp()
 }
 
 fn acp_host() -> ScriptedHost {

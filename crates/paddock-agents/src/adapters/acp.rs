@@ -98,6 +98,30 @@ impl AcpProfile {
         }
     }
 
+    /// Zed's Claude Code agent (`claude-code-acp`, npm `@zed-industries/claude-code-acp`): no
+    /// ACP authentication (Claude Code reads `ANTHROPIC_API_KEY`, the voucher), the Anthropic
+    /// Messages API through the credential proxy, Claude Code's configuration kept inside the
+    /// launch directory and its update checks and telemetry off. The session reports
+    /// [`BackendId::Claude`].
+    pub fn claude_code_acp() -> Self {
+        let mut profile = Self::new(BackendId::Claude, "claude-code-acp", &[]);
+        profile.model_api = Some(ModelApi::AnthropicMessages);
+        profile.private_dirs = vec!["CLAUDE_CONFIG_DIR".into()];
+        profile.env = [
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+        ]
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+        profile.install_hint =
+            "`claude-code-acp` is not on PATH (npm install -g @zed-industries/claude-code-acp)"
+                .into();
+        profile
+    }
+
     /// Cursor's agent CLI: `cursor-agent acp`, authenticated with `cursor_login`.
     ///
     /// Cursor's agent calls Cursor's own service, not a model API Paddock proxies, so the
