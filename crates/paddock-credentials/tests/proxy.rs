@@ -271,23 +271,50 @@ async fn revocation_takes_effect_on_the_next_request_on_the_same_connection() {
     assert_eq!(upstream.seen().len(), 2);
 }
 
-/// Opens `/sse` through the proxy and returns the streaming response body.
-async fn open_stream(
-    broker: &paddock_credentials::CredentialBroker,
-    secret: &str,
-) -> hyper::body::Incoming {
-    let url = format!("{}/sse", broker.proxy_url("api").unwrap());
-    let bearer = format!("Bearer {secret}");
-    let response = tokio::time::timeout(
-        DEADLINE,
-        client().request(request("GET", &url, &[("authorization", &bearer)], "")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    response.into_body()
+/// A stream through the proxy: a broker whose Bearer upstream `api` is the test upstream, a
+/// voucher allowed `GET /sse`, the upstream's sender for that stream and the client's body.
+struct SseThroughProxy {
+    broker: paddock_credentials::CredentialBroker,
+    voucher: paddock_credentials::Voucher,
+    events: tokio::sync::mpsc::Sender<Bytes>,
+    body: hyper::body::Incoming,
+    /// Holds the voucher file.
+    _dir: tempfile::TempDir,
+}
+
+impl SseThroughProxy {
+    async fn open(upstream: &Upstream) -> Self {
+        let broker = broker_for(vec![upstream_config(
+            "api",
+            &upstream.url(),
+            "authorization",
+            Some("Bearer"),
+        )])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let voucher = broker
+            .mint_for_launch("l", caps("api", &["GET /sse"]), dir.path())
+            .unwrap();
+        let events = upstream.next_stream();
+        let url = format!("{}/sse", broker.proxy_url("api").unwrap());
+        let bearer = format!("Bearer {}", voucher.expose_secret());
+        let response = tokio::time::timeout(
+            DEADLINE,
+            client().request(request("GET", &url, &[("authorization", &bearer)], "")),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Self {
+            broker,
+            voucher,
+            events,
+            body: response.into_body(),
+            _dir: dir,
+        }
+    }
 }
 
 async fn next_data(body: &mut hyper::body::Incoming) -> Option<Bytes> {
@@ -305,19 +332,7 @@ async fn next_data(body: &mut hyper::body::Incoming) -> Option<Bytes> {
 #[tokio::test]
 async fn sse_passes_through_chunk_by_chunk() {
     let upstream = Upstream::start().await;
-    let broker = broker_for(vec![upstream_config(
-        "api",
-        &upstream.url(),
-        "authorization",
-        Some("Bearer"),
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let voucher = broker
-        .mint_for_launch("l", caps("api", &["GET /sse"]), dir.path())
-        .unwrap();
-    let events = upstream.next_stream();
-    let mut body = open_stream(&broker, voucher.expose_secret()).await;
+    let mut sse = SseThroughProxy::open(&upstream).await;
     // Each event is sent only after the client has received the previous one, so a proxy
     // that buffered (the whole body, or more than one event) would never deliver the first and
     // the test would fail at its deadline. The timestamps record the order as well.
@@ -325,13 +340,13 @@ async fn sse_passes_through_chunk_by_chunk() {
     for index in 0..3 {
         let event = format!("event: delta\ndata: {{\"n\":{index}}}\n\n");
         timeline.push(("sent", index, Instant::now()));
-        events.send(Bytes::from(event.clone())).await.unwrap();
-        let received = next_data(&mut body).await.unwrap();
+        sse.events.send(Bytes::from(event.clone())).await.unwrap();
+        let received = next_data(&mut sse.body).await.unwrap();
         timeline.push(("received", index, Instant::now()));
         assert_eq!(received, event.as_bytes());
     }
-    drop(events);
-    assert!(next_data(&mut body).await.is_none());
+    drop(sse.events);
+    assert!(next_data(&mut sse.body).await.is_none());
     for pair in timeline.windows(2) {
         assert!(pair[0].2 <= pair[1].2);
     }
@@ -352,30 +367,20 @@ async fn sse_passes_through_chunk_by_chunk() {
 #[tokio::test]
 async fn revocation_cuts_an_open_stream() {
     let upstream = Upstream::start().await;
-    let broker = broker_for(vec![upstream_config(
-        "api",
-        &upstream.url(),
-        "authorization",
-        Some("Bearer"),
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let voucher = broker
-        .mint_for_launch("l", caps("api", &["GET /sse"]), dir.path())
-        .unwrap();
-    let events = upstream.next_stream();
-    let mut body = open_stream(&broker, voucher.expose_secret()).await;
-    events
+    let mut sse = SseThroughProxy::open(&upstream).await;
+    sse.events
         .send(Bytes::from_static(b"data: 1\n\n"))
         .await
         .unwrap();
-    assert_eq!(next_data(&mut body).await.unwrap(), "data: 1\n\n");
+    assert_eq!(next_data(&mut sse.body).await.unwrap(), "data: 1\n\n");
 
-    broker.revoke(&voucher.id).unwrap();
+    sse.broker.revoke(&sse.voucher.id).unwrap();
     // The client sees the stream break (not a clean end), and the upstream sees its reader go.
-    let frame = tokio::time::timeout(DEADLINE, body.frame()).await.unwrap();
+    let frame = tokio::time::timeout(DEADLINE, sse.body.frame())
+        .await
+        .unwrap();
     assert!(matches!(frame, Some(Err(_))), "stream not cut: {frame:?}");
-    tokio::time::timeout(DEADLINE, events.closed())
+    tokio::time::timeout(DEADLINE, sse.events.closed())
         .await
         .unwrap();
 }
@@ -383,26 +388,14 @@ async fn revocation_cuts_an_open_stream() {
 #[tokio::test]
 async fn a_client_disconnect_closes_the_upstream_stream() {
     let upstream = Upstream::start().await;
-    let broker = broker_for(vec![upstream_config(
-        "api",
-        &upstream.url(),
-        "authorization",
-        Some("Bearer"),
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let voucher = broker
-        .mint_for_launch("l", caps("api", &["GET /sse"]), dir.path())
-        .unwrap();
-    let events = upstream.next_stream();
-    let mut body = open_stream(&broker, voucher.expose_secret()).await;
-    events
+    let mut sse = SseThroughProxy::open(&upstream).await;
+    sse.events
         .send(Bytes::from_static(b"data: 1\n\n"))
         .await
         .unwrap();
-    next_data(&mut body).await.unwrap();
-    drop(body);
-    tokio::time::timeout(DEADLINE, events.closed())
+    next_data(&mut sse.body).await.unwrap();
+    drop(sse.body);
+    tokio::time::timeout(DEADLINE, sse.events.closed())
         .await
         .expect("the upstream learns that the client went away");
 }
@@ -606,31 +599,22 @@ async fn no_key_is_written_anywhere_and_voucher_files_hold_only_vouchers() {
 #[tokio::test]
 async fn shutdown_stops_the_listeners_and_cuts_streams() {
     let upstream = Upstream::start().await;
-    let broker = broker_for(vec![upstream_config(
-        "api",
-        &upstream.url(),
-        "authorization",
-        Some("Bearer"),
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let voucher = broker
-        .mint_for_launch("l", caps("api", &["GET /sse"]), dir.path())
-        .unwrap();
-    let events = upstream.next_stream();
-    let mut body = open_stream(&broker, voucher.expose_secret()).await;
-    events
+    let mut sse = SseThroughProxy::open(&upstream).await;
+    sse.events
         .send(Bytes::from_static(b"data: 1\n\n"))
         .await
         .unwrap();
-    next_data(&mut body).await.unwrap();
-    let address = broker
+    next_data(&mut sse.body).await.unwrap();
+    let address = sse
+        .broker
         .proxy_url("api")
         .unwrap()
         .trim_start_matches("http://")
         .to_owned();
-    broker.shutdown();
-    let frame = tokio::time::timeout(DEADLINE, body.frame()).await.unwrap();
+    sse.broker.shutdown();
+    let frame = tokio::time::timeout(DEADLINE, sse.body.frame())
+        .await
+        .unwrap();
     assert!(!matches!(frame, Some(Ok(_))), "{frame:?}");
     // The listener is closed: connecting fails (polled, the accept loop ends asynchronously).
     let deadline = Instant::now() + DEADLINE;
