@@ -72,15 +72,15 @@ fn stop_now() -> StopRequest {
 
 /// start → text → turn completed → send → second turn; events in order.
 pub async fn two_turns(host: &impl ConformanceHost) -> anyhow::Result<()> {
-    let session = host
-        .open(vec![
+    let (session, mut events, mut seen) = start_c1(
+        host,
+        vec![
             ScriptTurn::Text("first answer".into()),
             ScriptTurn::Text("second answer".into()),
-        ])
-        .await?;
-    let mut events = events_of(&session)?;
-    let mut seen = Vec::new();
-    anyhow::ensure!(session.start(Command::user("c1", "say one")).await == Receipt::Accepted);
+        ],
+        "say one",
+    )
+    .await?;
     wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
     anyhow::ensure!(
         session.start(Command::user("c0", "again")).await != Receipt::Accepted,
@@ -130,17 +130,15 @@ pub async fn two_turns(host: &impl ConformanceHost) -> anyhow::Result<()> {
 
 /// A command sent mid-turn is queued and delivered at the boundary with command_accepted.
 pub async fn queue_at_boundary(host: &impl ConformanceHost) -> anyhow::Result<()> {
-    let session = host
-        .open(vec![
+    let (session, mut events, mut seen) = start_c1(
+        host,
+        vec![
             ScriptTurn::GatedText("slow answer".into()),
             ScriptTurn::Text("queued answer".into()),
-        ])
-        .await?;
-    let mut events = events_of(&session)?;
-    let mut seen = Vec::new();
-    anyhow::ensure!(
-        session.start(Command::user("c1", "take your time")).await == Receipt::Accepted
-    );
+        ],
+        "take your time",
+    )
+    .await?;
     wait_for(&mut events, &mut seen, |e| {
         matches!(e, AgentEvent::TurnStarted { .. })
     })
@@ -204,17 +202,17 @@ pub async fn permission(
     host: &impl ConformanceHost,
     decision: PermissionDecision,
 ) -> anyhow::Result<Vec<AgentEvent>> {
-    let session = host
-        .open(vec![
+    let (session, mut events, mut seen) = start_c1(
+        host,
+        vec![
             ScriptTurn::Shell {
                 command: "echo conformance-tool-ran | tee conformance-output.txt".into(),
             },
             ScriptTurn::Text("done with the tool".into()),
-        ])
-        .await?;
-    let mut events = events_of(&session)?;
-    let mut seen = Vec::new();
-    session.start(Command::user("c1", "run the tool")).await;
+        ],
+        "run the tool",
+    )
+    .await?;
     let asked = wait_for(&mut events, &mut seen, |e| {
         matches!(e, AgentEvent::PermissionRequested { .. })
     })
@@ -238,6 +236,24 @@ pub async fn permission(
     Ok(seen)
 }
 
+/// Opens a session on `script` and starts `c1` with `text`, which must be accepted; returns the
+/// session, its event stream and the events seen so far.
+async fn start_c1(
+    host: &impl ConformanceHost,
+    script: Vec<ScriptTurn>,
+    text: &str,
+) -> anyhow::Result<(
+    Session,
+    mpsc::UnboundedReceiver<AgentEvent>,
+    Vec<AgentEvent>,
+)> {
+    let session = host.open(script).await?;
+    let events = events_of(&session)?;
+    let receipt = session.start(Command::user("c1", text)).await;
+    anyhow::ensure!(receipt == Receipt::Accepted, "start: {receipt:?}");
+    Ok((session, events, Vec::new()))
+}
+
 /// A session whose first command `c1` is running and will not finish (its answer is gated).
 async fn busy_session(
     host: &impl ConformanceHost,
@@ -246,12 +262,8 @@ async fn busy_session(
     mpsc::UnboundedReceiver<AgentEvent>,
     Vec<AgentEvent>,
 )> {
-    let session = host
-        .open(vec![ScriptTurn::GatedText("never".into())])
-        .await?;
-    let mut events = events_of(&session)?;
-    let mut seen = Vec::new();
-    session.start(Command::user("c1", "go")).await;
+    let (session, mut events, mut seen) =
+        start_c1(host, vec![ScriptTurn::GatedText("never".into())], "go").await?;
     wait_for(&mut events, &mut seen, |e| {
         matches!(e, AgentEvent::TurnStarted { .. })
     })
@@ -354,17 +366,15 @@ pub async fn stop(host: &impl ConformanceHost) -> anyhow::Result<()> {
 /// taken into the running turn, which ends once (for the root command) after the model
 /// answered both.
 pub async fn steer_mid_turn(host: &impl ConformanceHost) -> anyhow::Result<()> {
-    let session = host
-        .open(vec![
+    let (session, mut events, mut seen) = start_c1(
+        host,
+        vec![
             ScriptTurn::SlowText("a slow answer of several words".into()),
             ScriptTurn::Text("steered answer".into()),
-        ])
-        .await?;
-    let mut events = events_of(&session)?;
-    let mut seen = Vec::new();
-    anyhow::ensure!(
-        session.start(Command::user("c1", "take your time")).await == Receipt::Accepted
-    );
+        ],
+        "take your time",
+    )
+    .await?;
     // The model is answering: the first words arrived.
     wait_for(&mut events, &mut seen, |e| {
         matches!(e, AgentEvent::AssistantTextDelta { .. })
