@@ -62,7 +62,8 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
         .unwrap_or_else(ts_peer::default_dir);
     // The peer first: a missing `node_modules` should fail before anything else starts.
     let ts = TsPeer::start(&args.node, &ts_dir)?;
-    let daemon = PrivateDaemon::start(&paddock, &[])?;
+    // No warm devices: listDevices answers `[]`, like the peer, whatever Chromium is doing.
+    let daemon = PrivateDaemon::start(&paddock, &["--web-warm", "0"])?;
     let bare_port = spawn_bare_axum().await?;
     let scripts = daemon.dir.path();
 
