@@ -217,6 +217,17 @@ pub enum ControlClientError {
         #[source]
         source: std::io::Error,
     },
+    #[error("refusing the control socket's directory")]
+    UnsafeDirectory(#[source] crate::private::PrivateDirError),
+    #[error(
+        "control socket `{path}` belongs to uid {owner}, not to you; refusing to talk to it (another user may be impersonating the daemon)"
+    )]
+    ForeignSocket { path: PathBuf, owner: u32 },
+    #[error(
+        "the process listening on control socket `{path}` runs as uid {}, not as you; refusing to talk to it (another user may be impersonating the daemon)",
+        .uid.map(|uid| uid.to_string()).unwrap_or_else(|| "unknown".to_owned())
+    )]
+    ForeignListener { path: PathBuf, uid: Option<u32> },
     #[error("control socket I/O failed")]
     Io(#[from] std::io::Error),
     #[error("the daemon closed the control connection")]
@@ -233,6 +244,61 @@ impl ControlClientError {
     pub fn is_not_running(&self) -> bool {
         matches!(self, Self::NotRunning { .. })
     }
+
+    /// True when the socket or its directory is not the current user's: something else is
+    /// listening where the daemon should be.
+    pub fn is_impersonation(&self) -> bool {
+        matches!(
+            self,
+            Self::UnsafeDirectory(_) | Self::ForeignSocket { .. } | Self::ForeignListener { .. }
+        )
+    }
+}
+
+/// Connects to a control socket after checking that nobody else can be listening there: the
+/// socket's directory must be a private directory of ours (0700, ours, not a symlink), the
+/// socket file must be ours, and the process that accepted the connection must run as our uid
+/// (`SO_PEERCRED`). A socket that fails any check is refused before a byte is sent.
+pub async fn connect_socket(path: &Path) -> Result<UnixStream, ControlClientError> {
+    let not_running = |source: std::io::Error| ControlClientError::NotRunning {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        match crate::private::check_private_dir(dir) {
+            Ok(()) => {}
+            Err(error) if error.is_missing() => {
+                return Err(not_running(std::io::Error::from(
+                    std::io::ErrorKind::NotFound,
+                )));
+            }
+            Err(error) => return Err(ControlClientError::UnsafeDirectory(error)),
+        }
+    }
+    let expected = crate::paths::current_uid();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::symlink_metadata(path) {
+            Ok(metadata) if metadata.uid() != expected => {
+                return Err(ControlClientError::ForeignSocket {
+                    path: path.to_path_buf(),
+                    owner: metadata.uid(),
+                });
+            }
+            Ok(_) => {}
+            Err(source) => return Err(not_running(source)),
+        }
+    }
+    let stream = UnixStream::connect(path).await.map_err(not_running)?;
+    let peer = stream.peer_cred().map(|cred| cred.uid()).ok();
+    if peer != Some(expected) {
+        return Err(ControlClientError::ForeignListener {
+            path: path.to_path_buf(),
+            uid: peer,
+        });
+    }
+    Ok(stream)
 }
 
 /// A control-socket connection with request/response calls.
@@ -244,14 +310,9 @@ pub struct ControlClient {
 }
 
 impl ControlClient {
+    /// Connects to the daemon's control socket at `path` (see [`connect_socket`] for the checks).
     pub async fn connect(path: &Path) -> Result<Self, ControlClientError> {
-        let stream =
-            UnixStream::connect(path)
-                .await
-                .map_err(|source| ControlClientError::NotRunning {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
+        let stream = connect_socket(path).await?;
         let (read, write) = stream.into_split();
         Ok(Self {
             reader: BufReader::new(read),

@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod env;
 pub mod paths;
 pub mod pid;
+pub mod private;
 pub mod request;
 pub mod secret;
 pub mod token;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::env::ClientEnv;
 use crate::paths::{DaemonPaths, HTTP_TOKEN_VAR};
+use crate::private::PrivateFileError;
 use crate::secret::SecretString;
 
 /// The largest token file we read; a real one holds 43 characters.
@@ -96,79 +97,30 @@ pub fn read_token_file(path: &Path) -> Result<SecretString, TokenFileError> {
     Ok(SecretString::new(token))
 }
 
-#[cfg(unix)]
+/// Opens the token file through the shared private-file check.
 fn open_checked(path: &Path) -> Result<std::fs::File, TokenFileError> {
-    use rustix::fs::{FileType, Mode, OFlags};
-
-    let io_error = |source: io::Error| TokenFileError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    // O_NONBLOCK keeps a FIFO planted at the path from blocking the open.
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => {
-            return Err(TokenFileError::NotFound {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(rustix::io::Errno::LOOP) => {
-            return Err(TokenFileError::Symlink {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(errno) => return Err(io_error(errno.into())),
-    };
-    let stat = rustix::fs::fstat(&fd).map_err(|errno| io_error(errno.into()))?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(TokenFileError::NotRegularFile {
-            path: path.to_path_buf(),
-        });
-    }
-    let expected = crate::paths::current_uid();
-    if stat.st_uid != expected {
-        return Err(TokenFileError::WrongOwner {
-            path: path.to_path_buf(),
-            owner: stat.st_uid,
-            expected,
-        });
-    }
-    let mode = stat.st_mode & 0o7777;
-    if mode != 0o600 {
-        return Err(TokenFileError::InsecureMode {
-            path: path.to_path_buf(),
-            mode,
-        });
-    }
-    Ok(std::fs::File::from(fd))
+    crate::private::open_private_file(path).map_err(TokenFileError::from)
 }
 
-#[cfg(windows)]
-fn open_checked(path: &Path) -> Result<std::fs::File, TokenFileError> {
-    let metadata = std::fs::symlink_metadata(path).map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => TokenFileError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => TokenFileError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-    })?;
-    if metadata.file_type().is_symlink() {
-        return Err(TokenFileError::Symlink {
-            path: path.to_path_buf(),
-        });
+impl From<PrivateFileError> for TokenFileError {
+    fn from(error: PrivateFileError) -> Self {
+        match error {
+            PrivateFileError::NotFound { path } => Self::NotFound { path },
+            PrivateFileError::Symlink { path } => Self::Symlink { path },
+            PrivateFileError::NotRegularFile { path } => Self::NotRegularFile { path },
+            PrivateFileError::WrongOwner {
+                path,
+                owner,
+                expected,
+            } => Self::WrongOwner {
+                path,
+                owner,
+                expected,
+            },
+            PrivateFileError::InsecureMode { path, mode } => Self::InsecureMode { path, mode },
+            PrivateFileError::Io { path, source } => Self::Io { path, source },
+        }
     }
-    if !metadata.is_file() {
-        return Err(TokenFileError::NotRegularFile {
-            path: path.to_path_buf(),
-        });
-    }
-    std::fs::File::open(path).map_err(|source| TokenFileError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 #[cfg(test)]

@@ -59,11 +59,9 @@ pub trait ControlHandler: Send + Sync + 'static {
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
-/// must hold the instance lock, which proves that no live daemon owns the old file.
+/// must hold the instance lock, which proves that no live daemon owns the old file, and has
+/// verified the socket's directory (ours, 0700).
 pub fn bind_control_socket(path: &Path) -> io::Result<UnixListener> {
-    if let Some(parent) = path.parent() {
-        crate::files::create_private_dir(parent)?;
-    }
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
@@ -82,6 +80,12 @@ pub fn bind_control_socket(path: &Path) -> io::Result<UnixListener> {
     Ok(listener)
 }
 
+/// Most control connections served at once. Only processes of the daemon's own uid can connect
+/// (the socket is 0600 in a 0700 directory, and peers are checked), so this bounds a runaway
+/// client rather than an attacker; a connection over the cap is told so and closed. Long-lived
+/// `mcp/connect` connections are never shed to make room: each is a user's MCP session.
+pub const MAX_CONTROL_CONNECTIONS: usize = 256;
+
 /// Accepts connections until `shutdown` turns true.
 pub async fn serve_control(
     listener: UnixListener,
@@ -89,18 +93,43 @@ pub async fn serve_control(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let own_uid = paddock_client::paths::current_uid();
+    let mut backoff = paddock_ingress::accept::AcceptBackoff::new("control socket");
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROL_CONNECTIONS));
     loop {
-        tokio::select! {
+        let accepted = tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let handler = handler.clone();
-                    tokio::spawn(serve_connection(stream, handler, own_uid));
-                }
-                Err(error) => warn!(%error, "control socket accept failed"),
-            },
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                backoff.succeeded();
+                let Ok(permit) = open.clone().try_acquire_owned() else {
+                    tokio::spawn(refuse_busy(stream));
+                    continue;
+                };
+                let handler = handler.clone();
+                tokio::spawn(async move {
+                    serve_connection(stream, handler, own_uid).await;
+                    drop(permit);
+                });
+            }
+            Err(error) => backoff.failed(&error).await,
         }
     }
+}
+
+async fn refuse_busy(stream: UnixStream) {
+    let (_, mut writer) = stream.into_split();
+    let response = error_response(
+        None,
+        "busy",
+        &format!("the daemon already serves {MAX_CONTROL_CONNECTIONS} control connections"),
+    );
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        write_frame(&mut writer, &response),
+    )
+    .await;
 }
 
 async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, own_uid: u32) {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use paddock_client::control::{ControlCall, ControlClient, StatusResult};
+use paddock_client::pid::ProcessMismatch;
 use paddock_client::{DaemonPaths, PidRecord};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::Instant;
@@ -138,46 +139,92 @@ pub enum StopReport {
 
 /// Stops the daemon: asks over the control socket (or with SIGTERM when the socket does not
 /// answer), waits up to `timeout`, then sends SIGKILL and removes the files it left.
+///
+/// A signal only ever goes to a pid whose PID record is a private file of ours and whose live
+/// process runs as our uid with the recorded start time and command line; anything else is
+/// refused with an error naming the mismatch, so a stale or planted record cannot make `stop`
+/// kill an unrelated process.
 pub async fn stop(paths: &DaemonPaths, timeout: Duration) -> anyhow::Result<StopReport> {
     let deadline = Instant::now() + timeout;
-    let record = PidRecord::read(&paths.pid_file).ok().flatten();
+    let record = PidRecord::read(&paths.pid_file).with_context(|| {
+        format!(
+            "refusing the daemon's PID record `{}`",
+            paths.pid_file.display()
+        )
+    })?;
+    let verified = record
+        .as_ref()
+        .map(|record| (record.pid, record.verify_process()));
     let asked = match ControlClient::connect(&paths.socket).await {
         Ok(mut client) => client
             .call(ControlCall::Stop, CONTROL_TIMEOUT)
             .await
             .is_ok(),
+        Err(error) if error.is_impersonation() => return Err(error.into()),
         Err(_) => false,
     };
+    // The pid to wait for, and to signal if it comes to that: only a verified one.
+    let pid = match &verified {
+        Some((pid, Ok(()))) => Some(*pid),
+        _ => None,
+    };
     if !asked {
-        match InstanceLock::try_acquire(&paths.lock_file)? {
-            LockAttempt::Acquired(lock) => {
+        match try_lock(paths)? {
+            None => return Ok(StopReport::NotRunning),
+            Some(LockAttempt::Acquired(lock)) => {
                 remove_stale_files(paths);
                 drop(lock);
                 return Ok(StopReport::NotRunning);
             }
-            LockAttempt::HeldElsewhere => {
-                let Some(record) = &record else {
-                    anyhow::bail!(
-                        "a daemon holds `{}` but neither its control socket nor its PID record answers",
-                        paths.lock_file.display()
-                    );
-                };
-                send_signal(record.pid, rustix::process::Signal::TERM);
-            }
+            Some(LockAttempt::HeldElsewhere) => match &verified {
+                None => anyhow::bail!(
+                    "a daemon holds `{}` but neither its control socket nor its PID record answers",
+                    paths.lock_file.display()
+                ),
+                Some((recorded, Err(mismatch))) => anyhow::bail!(
+                    "a daemon holds `{}` and its control socket does not answer, but its PID record does not match a live daemon ({mismatch}); refusing to signal pid {recorded}",
+                    paths.lock_file.display()
+                ),
+                Some((pid, Ok(()))) => send_signal(*pid, rustix::process::Signal::TERM),
+            },
         }
     }
-    let pid = record.as_ref().map(|record| record.pid);
     if wait_for_exit(paths, pid, deadline).await? {
         return Ok(StopReport::Stopped { pid });
     }
     let Some(pid) = pid else {
-        anyhow::bail!("the daemon did not stop within {timeout:?} and has no PID record to kill");
+        anyhow::bail!(
+            "the daemon did not stop within {timeout:?} and has no verifiable PID record to kill"
+        );
     };
+    // Checked again just before the signal: the process may have exited and its pid been
+    // reused while we waited.
+    if let Some(record) = &record
+        && let Err(mismatch) = record.verify_process()
+    {
+        if matches!(mismatch, ProcessMismatch::Gone { .. }) {
+            return Ok(StopReport::Stopped { pid: Some(pid) });
+        }
+        anyhow::bail!("refusing to SIGKILL pid {pid}: {mismatch}");
+    }
     send_signal(pid, rustix::process::Signal::KILL);
     if !wait_for_exit(paths, Some(pid), Instant::now() + Duration::from_secs(5)).await? {
         anyhow::bail!("the daemon (pid {pid}) survived SIGKILL");
     }
     Ok(StopReport::Killed { pid })
+}
+
+/// Takes the instance lock without waiting; `None` when its directory does not exist (no daemon
+/// with these paths ever ran).
+fn try_lock(paths: &DaemonPaths) -> anyhow::Result<Option<LockAttempt>> {
+    match InstanceLock::try_acquire(&paths.lock_file) {
+        Ok(attempt) => Ok(Some(attempt)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(anyhow::Error::new(error).context(format!(
+            "refusing lock file `{}`",
+            paths.lock_file.display()
+        ))),
+    }
 }
 
 /// Waits until the daemon process `pid` has gone (or, without a pid, until the instance lock
@@ -191,10 +238,7 @@ async fn wait_for_exit(
     loop {
         let gone = match pid {
             Some(pid) => !process_exists(pid),
-            None => matches!(
-                InstanceLock::try_acquire(&paths.lock_file)?,
-                LockAttempt::Acquired(_)
-            ),
+            None => !matches!(try_lock(paths)?, Some(LockAttempt::HeldElsewhere)),
         };
         if gone {
             // The kernel releases a killed process's lock as it tears the process down, a
@@ -203,16 +247,20 @@ async fn wait_for_exit(
             // and its files are not leftovers.
             let settle = Instant::now() + Duration::from_secs(2);
             loop {
-                if let LockAttempt::Acquired(lock) = InstanceLock::try_acquire(&paths.lock_file)? {
-                    let still_ours = PidRecord::read(&paths.pid_file)
-                        .ok()
-                        .flatten()
-                        .is_none_or(|record| Some(record.pid) == pid || pid.is_none());
-                    if still_ours {
-                        remove_stale_files(paths);
+                match try_lock(paths)? {
+                    Some(LockAttempt::Acquired(lock)) => {
+                        let still_ours = PidRecord::read(&paths.pid_file)
+                            .ok()
+                            .flatten()
+                            .is_none_or(|record| Some(record.pid) == pid || pid.is_none());
+                        if still_ours {
+                            remove_stale_files(paths);
+                        }
+                        drop(lock);
+                        break;
                     }
-                    drop(lock);
-                    break;
+                    None => break,
+                    Some(LockAttempt::HeldElsewhere) => {}
                 }
                 if Instant::now() >= settle {
                     break;

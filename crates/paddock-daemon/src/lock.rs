@@ -20,11 +20,11 @@ pub enum LockAttempt {
 }
 
 impl InstanceLock {
-    /// Takes the lock without waiting.
+    /// Takes the lock without waiting. The lock file must be a private file of ours (checked on
+    /// the open descriptor): a lock file another user planted, or one anybody else may open,
+    /// would let them hold our lock or watch it, so it is refused with an error that says so.
+    /// The caller has already verified the directory (`DaemonPaths::prepare_daemon_dirs`).
     pub fn try_acquire(path: &Path) -> io::Result<LockAttempt> {
-        if let Some(parent) = path.parent() {
-            crate::files::create_private_dir(parent)?;
-        }
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]
@@ -38,6 +38,7 @@ impl InstanceLock {
         #[cfg(unix)]
         {
             use rustix::fs::FlockOperation;
+            paddock_client::private::check_private_fd(&file, path).map_err(io::Error::other)?;
             match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
                 Ok(()) => {}
                 Err(rustix::io::Errno::WOULDBLOCK) => return Ok(LockAttempt::HeldElsewhere),

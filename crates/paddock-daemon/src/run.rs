@@ -340,7 +340,11 @@ pub async fn run(
     config: DaemonConfig,
     on_ready: impl FnOnce(&StatusResult),
 ) -> anyhow::Result<RunOutcome> {
+    raise_open_file_limit();
     let paths = DaemonPaths::resolve(&config.env);
+    paths
+        .prepare_daemon_dirs()
+        .context("the daemon's runtime directory is not safe to use")?;
     files::create_private_dir(&paths.state_dir).with_context(|| {
         format!(
             "could not create state directory `{}`",
@@ -381,8 +385,14 @@ pub async fn run(
 
     // 3. The PID record makes the port discoverable before the token is published.
     let pid = std::process::id();
+    // Start time and command line let `daemon stop` tell this process from a later one that
+    // reuses its pid.
+    let facts = paddock_client::pid::ProcessFacts::current()
+        .context("could not read this process's own /proc entry")?;
     let record = PidRecord {
         pid,
+        start_ticks: Some(facts.start_ticks),
+        cmdline: facts.cmdline,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         http_port: Some(port),
         socket: paths.socket.clone(),
@@ -493,6 +503,32 @@ pub async fn run(
     drop(lock);
     info!("stopped");
     Ok(outcome)
+}
+
+/// Raises the soft open-file limit to the hard limit. Devices, agents and connections each
+/// cost descriptors, and the common soft limit of 1024 would turn a burst of connections into
+/// accept failures long before the connection caps apply.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
+    let limit = getrlimit(Resource::Nofile);
+    let Some(hard) = limit.maximum else {
+        // Unlimited hard limit: the kernel still caps the soft one at `nr_open`; leave it.
+        return;
+    };
+    if limit.current == Some(hard) {
+        return;
+    }
+    match setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(hard),
+            maximum: Some(hard),
+        },
+    ) {
+        Ok(()) => info!(open_files = hard, "raised the open-file limit"),
+        Err(error) => warn!(%error, "could not raise the open-file limit"),
+    }
 }
 
 /// Opens the store and builds the tool registry. Configuration errors (unknown tool names,

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use paddock_client::DaemonPaths;
-use paddock_client::control::{ControlCall, ControlRequest, ControlResponse, read_frame};
+use paddock_client::control::{
+    ControlCall, ControlClientError, ControlRequest, ControlResponse, connect_socket, read_frame,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tracing::{info, warn};
 
@@ -147,11 +148,14 @@ async fn connect(
     loop {
         match try_connect(paths, session_id).await {
             Ok(connection) => return Ok(connection),
+            // Something that is not our daemon listens where it should: never retry into it.
+            Err(error) if is_impersonation(&error) => return Err(error),
             Err(error) if tokio::time::Instant::now() >= deadline => return Err(error),
             Err(_) => {}
         }
         match start_detached(paths, launch).await {
             Ok(_) => {}
+            Err(error) if is_impersonation(&error) => return Err(error),
             Err(error) if tokio::time::Instant::now() >= deadline => {
                 return Err(error.context("could not start the Paddock daemon"));
             }
@@ -161,10 +165,14 @@ async fn connect(
     }
 }
 
+fn is_impersonation(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<ControlClientError>()
+        .is_some_and(ControlClientError::is_impersonation)
+}
+
 async fn try_connect(paths: &DaemonPaths, session_id: &str) -> anyhow::Result<Connection> {
-    let stream = UnixStream::connect(&paths.socket)
-        .await
-        .with_context(|| format!("connecting to `{}`", paths.socket.display()))?;
+    let stream = connect_socket(&paths.socket).await?;
     let (read, mut writer) = stream.into_split();
     let mut reader = BufReader::new(read);
     let request = ControlRequest {

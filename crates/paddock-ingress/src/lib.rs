@@ -2,6 +2,8 @@
 //! checks (DNS-rebinding defence), the startup gate (held while the daemon starts), bearer
 //! authentication (constant time), and credential stripping; only then does a route run.
 
+pub mod accept;
+pub mod conn;
 pub mod rules;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -19,6 +21,8 @@ use http_body_util::Limited;
 use paddock_client::SecretString;
 use paddock_client::control::DaemonState;
 use tokio::net::TcpListener;
+
+use crate::conn::ConnectionLimits;
 use tokio::sync::watch;
 use tracing::{debug, trace};
 
@@ -33,6 +37,8 @@ pub struct IngressConfig {
     pub startup_hold: Duration,
     /// Largest request body accepted; larger bodies get 413.
     pub body_limit: usize,
+    /// Connection cap, header-read and idle timeouts.
+    pub limits: ConnectionLimits,
 }
 
 impl Default for IngressConfig {
@@ -41,6 +47,7 @@ impl Default for IngressConfig {
             port: 0,
             startup_hold: Duration::from_secs(30),
             body_limit: 4 * 1024 * 1024,
+            limits: ConnectionLimits::default(),
         }
     }
 }
@@ -69,6 +76,7 @@ impl IngressError {
 pub struct BoundIngress {
     listener: TcpListener,
     guard: Arc<Guard>,
+    limits: ConnectionLimits,
 }
 
 #[derive(Debug)]
@@ -106,6 +114,7 @@ impl BoundIngress {
             .port();
         Ok(Self {
             listener,
+            limits: config.limits.clone(),
             guard: Arc::new(Guard {
                 token,
                 port,
@@ -127,20 +136,43 @@ impl BoundIngress {
         routes: Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
-
         let app = Router::new()
             .route("/heartbeat", get(heartbeat))
             .merge(routes)
             .fallback(not_found)
             .layer(middleware::from_fn_with_state(self.guard.clone(), guard));
-        let listener = self.listener.tap_io(|tcp| {
-            // Small JSON-RPC answers must not wait for Nagle's algorithm.
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
+        conn::serve_connections(
+            self.listener,
+            "HTTP ingress",
+            self.limits,
+            RouterHandler(app),
+            shutdown,
+        )
+        .await;
+        Ok(())
+    }
+}
+
+/// Serves requests with an axum router.
+#[derive(Clone)]
+struct RouterHandler(Router);
+
+impl conn::Handler for RouterHandler {
+    fn call(
+        &self,
+        request: Request<hyper::body::Incoming>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Response<conn::BoxBody>> + Send + 'static>> {
+        use http_body_util::BodyExt as _;
+        use tower_service::Service as _;
+
+        let mut router = self.0.clone();
+        Box::pin(async move {
+            let response = match router.call(request.map(Body::new)).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            response.map(|body| body.map_err(conn::BoxError::from).boxed_unsync())
+        })
     }
 }
 

@@ -54,6 +54,42 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    #[error("could not make the state database `{path}` private (mode 0600)")]
+    Permissions {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Creates the database file 0600 before SQLite opens it, and narrows an existing database and
+/// its `-wal`/`-shm` files to 0600. SQLite gives the WAL and shared-memory files the mode of
+/// the database file, so a private database keeps its journal private too.
+#[cfg(unix)]
+fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)?;
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        match std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_private(_path: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// The daemon's store.
@@ -72,6 +108,10 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
+        make_private(path).map_err(|source| StoreError::Permissions {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let connection = Connection::open(path).map_err(open_error)?;
         connection
             .execute_batch(

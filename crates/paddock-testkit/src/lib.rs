@@ -8,6 +8,7 @@ pub mod fixture;
 pub mod http;
 pub mod mcp;
 pub mod model;
+pub mod other_user;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
@@ -22,6 +23,7 @@ use paddock_client::{ClientEnv, DaemonPaths, PidRecord};
 
 pub use http::{RawRequest, RawResponse};
 pub use mcp::{McpHttp, McpStdio};
+pub use other_user::OtherUser;
 
 /// How long harness waits allow before failing a test.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -34,6 +36,8 @@ pub struct DaemonHarness {
     vars: Vec<(String, OsString)>,
     launch_dir: PathBuf,
     children: Vec<Child>,
+    /// Runs every command as this user (through `setpriv`) instead of the test's own.
+    user: Option<OtherUser>,
 }
 
 impl DaemonHarness {
@@ -44,8 +48,13 @@ impl DaemonHarness {
         let aux = root.path().join("aux");
         let home = root.path().join("home");
         let launch_dir = root.path().join("launch");
-        for dir in [&aux, &home, &launch_dir] {
+        let runtime = root.path().join("run");
+        for dir in [&aux, &home, &launch_dir, &runtime] {
             std::fs::create_dir_all(dir)?;
+        }
+        // The daemon refuses a socket directory anybody else could write to.
+        for dir in [&aux, &runtime] {
+            std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
         }
         let mut vars: Vec<(String, OsString)> = Vec::new();
         for name in ["PATH", "LANG", "TMPDIR"] {
@@ -56,6 +65,8 @@ impl DaemonHarness {
         vars.push(("HOME".to_owned(), home.into()));
         vars.push(("PADDOCK_STATE_DIR".to_owned(), state.into()));
         vars.push(("PADDOCK_AUX_SOCKET_DIR".to_owned(), aux.into()));
+        // The runtime directory (token, PID record) is private to the test too.
+        vars.push(("XDG_RUNTIME_DIR".to_owned(), runtime.into()));
         vars.push(("NO_COLOR".to_owned(), "1".into()));
         // No warm Chromium unless a test asks for devices.
         vars.push(("PADDOCK_WEB_WARM".to_owned(), "0".into()));
@@ -65,7 +76,23 @@ impl DaemonHarness {
             vars,
             launch_dir,
             children: Vec::new(),
+            user: None,
         })
+    }
+
+    /// A harness whose commands all run as `user` (the `paddock-test` account): its private
+    /// directories belong to that user and the binary is run from a place the user can reach.
+    /// The paths it resolves are that user's; files in them are that user's, so read them with
+    /// the user's commands, not with this process's checked readers.
+    pub fn new_as(binary: impl Into<PathBuf>, user: &OtherUser) -> anyhow::Result<Self> {
+        let mut harness = Self::new(binary)?;
+        user.chown(harness.root.path(), true)?;
+        // After the chown, which must not reach the binary's inode through a hard link.
+        let bin_dir = harness.root.path().join("bin");
+        std::fs::create_dir(&bin_dir)?;
+        harness.binary = reachable_binary(&harness.binary, &bin_dir)?;
+        harness.user = Some(user.clone());
+        Ok(harness)
     }
 
     /// Sets (or replaces) an environment variable for every command the harness runs.
@@ -107,15 +134,33 @@ impl DaemonHarness {
         DaemonPaths::resolve(&self.client_env())
     }
 
+    /// Creates the daemon's runtime directory (0700) ahead of the daemon, for tests that place a
+    /// file in it before any daemon ran.
+    pub fn ensure_runtime_dir(&self) -> anyhow::Result<PathBuf> {
+        let dir = self.paths().runtime_dir;
+        paddock_client::private::ensure_private_dir(&dir)?;
+        Ok(dir)
+    }
+
     /// A `paddock` command with the harness's environment and nothing else.
     pub fn command<I, S>(&self, args: I) -> Command
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = Command::new(&self.binary);
+        let mut command = match &self.user {
+            Some(user) => {
+                let mut command = user.command(&self.binary);
+                command.args(args);
+                command
+            }
+            None => {
+                let mut command = Command::new(&self.binary);
+                command.args(args);
+                command
+            }
+        };
         command
-            .args(args)
             .env_clear()
             .envs(self.vars.iter().map(|(name, value)| (name, value)))
             .current_dir(&self.launch_dir)
@@ -345,6 +390,29 @@ impl std::fmt::Display for CommandOutput {
             self.stderr()
         )
     }
+}
+
+/// `binary` itself when another user can execute it where it is (every directory above it
+/// searchable by others), else a hard link (or copy) of it in `dir`. A CI checkout under
+/// `/root` is not reachable by another user.
+fn reachable_binary(binary: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let reachable = binary.ancestors().skip(1).all(|dir| {
+        std::fs::metadata(dir).is_ok_and(|metadata| metadata.permissions().mode() & 0o001 != 0)
+    }) && std::fs::metadata(binary)
+        .is_ok_and(|metadata| metadata.permissions().mode() & 0o005 == 0o005);
+    if reachable {
+        return Ok(binary.to_path_buf());
+    }
+    let name = binary.file_name().context("binary has no file name")?;
+    let reachable = dir.join(name);
+    if std::fs::hard_link(binary, &reachable).is_err() {
+        std::fs::copy(binary, &reachable)
+            .with_context(|| format!("copying {}", binary.display()))?;
+        std::fs::set_permissions(&reachable, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(reachable)
 }
 
 /// Polls `probe` until it yields a value or `within` passes.

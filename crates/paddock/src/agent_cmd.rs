@@ -158,7 +158,7 @@ async fn credentials(
         })?;
     let key = choice
         .key_from
-        .read(|name| std::env::var_os(name))
+        .read(crate::hardening::key_var_os)
         .map_err(|error| anyhow::anyhow!("{error}"))?;
     let (name, header, scheme) = choice.api.upstream_auth();
     let broker = CredentialBroker::start(CredentialBrokerConfig {
@@ -177,6 +177,20 @@ async fn credentials(
         Arc::new(broker),
         choice.api,
     )))
+}
+
+/// The variables that may hold the real key for this command (the `--key-from` variable, else
+/// both vendors' default ones), to be taken out of the process environment before anything
+/// runs.
+pub fn key_variables(command: &AgentCommand) -> Vec<String> {
+    let common = match command {
+        AgentCommand::Run { common, .. } | AgentCommand::Chat { common } => common,
+        AgentCommand::Probe { .. } => return Vec::new(),
+    };
+    match &common.key_from {
+        Some(source) => source.env_var().map(str::to_owned).into_iter().collect(),
+        None => vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()],
+    }
 }
 
 pub async fn run(command: AgentCommand) -> anyhow::Result<ExitCode> {

@@ -91,6 +91,20 @@ fn parse_key_source(text: &str) -> Result<KeySource, String> {
     KeySource::parse(text).map_err(|error| error.to_string())
 }
 
+/// The variables that hold the real key for this command, to be taken out of the process
+/// environment before anything runs.
+pub fn key_variables(args: &CredentialsArgs) -> Vec<String> {
+    match &args.command {
+        CredentialsCommand::Exec(exec) => exec
+            .key_from
+            .env_var()
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 pub async fn run(args: CredentialsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         CredentialsCommand::Exec(exec_args) => exec(exec_args).await,
@@ -100,7 +114,7 @@ pub async fn run(args: CredentialsArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let key = match args.key_from.read(|name| std::env::var_os(name)) {
+    let key = match args.key_from.read(crate::hardening::key_var_os) {
         Ok(key) => key,
         Err(error) => {
             eprintln!("error: {error}");

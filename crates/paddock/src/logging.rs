@@ -4,7 +4,12 @@
 use std::io::IsTerminal;
 
 use clap::{Args, ValueEnum};
+use tracing::Level;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::{FilterExt as _, Targets};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -22,25 +27,38 @@ pub struct LogArgs {
     pub log_level: String,
 }
 
+/// Targets whose logging is capped whatever the user asks for, because their more verbose
+/// levels write whole requests and responses (MCP tool arguments, typed passwords, text bound
+/// for PII filters): rmcp logs each request and notification at info and rejected requests with
+/// their messages at warn; hyper and h2 log frames at trace.
+const PAYLOAD_TARGETS: [(&str, Level); 4] = [
+    ("rmcp", Level::ERROR),
+    ("hyper", Level::INFO),
+    ("h2", Level::INFO),
+    ("tower_http", Level::INFO),
+];
+
 pub fn init(args: &LogArgs) -> anyhow::Result<()> {
-    // rmcp logs every request at info; keep it at warn unless asked for it or for everything.
-    let directives = if args.log_level.contains("rmcp")
-        || ["debug", "trace"].contains(&args.log_level.as_str())
-    {
-        args.log_level.clone()
-    } else {
-        format!("{},rmcp=warn", args.log_level)
-    };
-    let filter = EnvFilter::try_new(&directives)
+    let filter = EnvFilter::try_new(&args.log_level)
         .map_err(|error| anyhow::anyhow!("invalid `--log-level` `{}`: {error}", args.log_level))?;
+    let cap = PAYLOAD_TARGETS.iter().fold(
+        Targets::new().with_default(Level::TRACE),
+        |targets, (target, level)| targets.with_target(*target, *level),
+    );
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(ansi);
-    let installed = match args.log_format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    let layer = match args.log_format {
+        LogFormat::Text => layer.with_filter(filter.and(cap)).boxed(),
+        LogFormat::Json => layer
+            .json()
+            .flatten_event(true)
+            .with_filter(filter.and(cap))
+            .boxed(),
     };
-    installed.map_err(|error| anyhow::anyhow!("could not install the logger: {error}"))
+    tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .map_err(|error| anyhow::anyhow!("could not install the logger: {error}"))
 }

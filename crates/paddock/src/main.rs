@@ -4,6 +4,7 @@ mod agent_cmd;
 mod credentials_cmd;
 mod daemon_cmd;
 mod devices_cmd;
+mod hardening;
 mod logging;
 mod mcp_cmd;
 mod pii_cmd;
@@ -80,7 +81,18 @@ fn main() -> ExitCode {
             );
         }
     }));
+    // Before any secret is read and before any thread starts (see `hardening`).
+    if let Err(error) = hardening::make_non_dumpable() {
+        eprintln!("error: could not make this process non-dumpable: {error}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
+    let key_variables = match &cli.command {
+        Command::Credentials(args) => credentials_cmd::key_variables(args),
+        Command::Agent(command) => agent_cmd::key_variables(command),
+        _ => Vec::new(),
+    };
+    hardening::TakenKeys::take(&key_variables).install();
     if let Err(error) = logging::init(&cli.logging) {
         eprintln!("error: {error:#}");
         return ExitCode::FAILURE;

@@ -126,6 +126,7 @@ async fn the_client_waits_out_a_slow_startup() {
     harness.set_env("PADDOCK_DEBUG_STARTUP_DELAY_MS", "2500");
     // A previous daemon's token is still on disk while the new one starts.
     let token_file = harness.paths().token_file;
+    harness.ensure_runtime_dir().unwrap();
     std::fs::write(&token_file, "previous-daemon-token").unwrap();
     std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let port = free_port();

@@ -258,6 +258,7 @@ fn a_failed_bind_leaves_the_existing_token_file_byte_identical() {
     let occupied = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = occupied.local_addr().unwrap().port();
     let path = harness.paths().token_file;
+    harness.ensure_runtime_dir().unwrap();
     std::fs::write(&path, b"previous-daemon-token\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     let before = std::fs::metadata(&path).unwrap().modified().unwrap();
