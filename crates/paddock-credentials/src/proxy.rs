@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
@@ -20,8 +20,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::WaitForCancellationFutureOwned;
-use tracing::{debug, trace, warn};
+use tracing::{debug, trace};
 
+use crate::accept_backoff::AcceptBackoff;
 use crate::broker::{Entry, Shared};
 use crate::config::{ProxyTimeouts, Upstream, is_hop_by_hop};
 use crate::guard;
@@ -58,6 +59,8 @@ pub(crate) async fn serve(
     upstream: Arc<Upstream>,
     port: u16,
 ) {
+    let mut backoff =
+        AcceptBackoff::new(format!("credential proxy for upstream `{}`", upstream.name));
     loop {
         let accepted = tokio::select! {
             () = shared.shutdown.cancelled() => return,
@@ -65,13 +68,18 @@ pub(crate) async fn serve(
         };
         match accepted {
             Ok((stream, _)) => {
+                backoff.on_success(Instant::now());
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(connection(stream, shared.clone(), upstream.clone(), port));
             }
             Err(error) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                warn!(%error, upstream = %upstream.name, "credential proxy accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Out of file descriptors and the like: wait instead of spinning, and still
+                // stop at once on shutdown.
+                let delay = backoff.on_error(&error, Instant::now());
+                tokio::select! {
+                    () = shared.shutdown.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
             }
         }
     }
