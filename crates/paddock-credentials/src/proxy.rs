@@ -351,10 +351,13 @@ fn strip_scheme<'a>(value: &'a [u8], scheme: Option<&str>) -> &'a [u8] {
 }
 
 /// Removes what must not reach the upstream: hop-by-hop headers and those `Connection` names,
-/// `Host` (set from the upstream URL), every credential header, and any stamp the client tried
-/// to set itself.
+/// headers that ask the upstream to route the request somewhere else, `Host` (set from the
+/// upstream URL), every credential header, and any stamp the client tried to set itself. The
+/// proxy adds its own credential and stamps after this, so a `Connection` header that names
+/// them cannot remove them.
 fn strip_request_headers(headers: &mut HeaderMap, upstream: &Upstream) {
     strip_hop_by_hop(headers);
+    remove_matching(headers, is_routing_override);
     for name in [
         header::HOST,
         header::AUTHORIZATION,
@@ -368,6 +371,31 @@ fn strip_request_headers(headers: &mut HeaderMap, upstream: &Upstream) {
     headers.remove(&upstream.header);
 }
 
+/// Headers some frameworks and gateways honour in place of the request line or the peer:
+/// method overrides (a `POST` that runs as `DELETE`), URL rewrites (the route taken is the
+/// header's, not the checked path), and the `Forwarded` family (the host, scheme, prefix or
+/// client address the upstream believes). A voucher scoped to `POST /v1/messages` must not
+/// reach anything else through them, and the proxy is the only client the upstream sees.
+fn is_routing_override(name: &HeaderName) -> bool {
+    const NAMES: [&str; 12] = [
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "forwarded",
+        "x-original-url",
+        "x-original-uri",
+        "x-rewrite-url",
+        "x-original-host",
+        "x-host",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+    ];
+    // `HeaderName` is lower case, so these compare without regard to the case sent.
+    let name = name.as_str();
+    NAMES.contains(&name) || name.starts_with("x-forwarded-")
+}
+
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -379,12 +407,16 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name);
     }
-    let hop: Vec<HeaderName> = headers
+    remove_matching(headers, is_hop_by_hop);
+}
+
+fn remove_matching(headers: &mut HeaderMap, matches: fn(&HeaderName) -> bool) {
+    let names: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| is_hop_by_hop(name))
+        .filter(|name| matches(name))
         .cloned()
         .collect();
-    for name in hop {
+    for name in names {
         headers.remove(name);
     }
 }
@@ -521,8 +553,35 @@ mod tests {
             HeaderValue::from_static("chunked"),
         );
         headers.insert("x-kept", HeaderValue::from_static("1"));
+        headers.insert("proxy-anything", HeaderValue::from_static("1"));
         strip_hop_by_hop(&mut headers);
         let names: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
         assert_eq!(names, vec!["x-kept"]);
+    }
+
+    #[test]
+    fn routing_overrides_are_recognised_in_any_case() {
+        for name in [
+            "X-HTTP-Method-Override",
+            "x-http-method",
+            "X-Method-Override",
+            "Forwarded",
+            "X-Forwarded-For",
+            "X-Forwarded-Host",
+            "X-Forwarded-Prefix",
+            "x-forwarded-anything",
+            "X-Original-URL",
+            "X-Rewrite-URL",
+            "X-Real-IP",
+        ] {
+            let name = HeaderName::from_bytes(name.as_bytes()).unwrap();
+            assert!(is_routing_override(&name), "{name}");
+        }
+        for name in ["x-forwarded", "content-type", "x-request-id", "x-api-key"] {
+            assert!(
+                !is_routing_override(&HeaderName::from_static(name)),
+                "{name}"
+            );
+        }
     }
 }
