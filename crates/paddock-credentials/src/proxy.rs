@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::Authority;
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -25,7 +26,7 @@ use tracing::{debug, trace};
 use crate::accept_backoff::AcceptBackoff;
 use crate::broker::{Entry, Shared};
 use crate::config::{ProxyTimeouts, Upstream, is_hop_by_hop};
-use crate::guard;
+use crate::guard::{self, CheckedPath};
 
 /// The agent's identity (its launch id), as the upstream sees it.
 pub const X_AGENT_ID: HeaderName = HeaderName::from_static("x-agent-id");
@@ -124,16 +125,19 @@ async fn handle(
     port: u16,
 ) -> Response<ProxyBody> {
     let method = request.method().clone();
+    let checked = match guard::check_target(&method, request.uri(), request.headers(), port) {
+        Ok(checked) => checked,
+        Err(refusal) => {
+            debug!(upstream = %upstream.name, %method, ?refusal, "request refused");
+            let status = match refusal {
+                guard::Refusal::Connect => StatusCode::METHOD_NOT_ALLOWED,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return error(status, refusal.kind(), refusal.message());
+        }
+    };
     // Only the path is logged: queries can carry secrets of their own.
-    let path = request.uri().path().to_owned();
-    if let Err(refusal) = guard::check_target(&method, request.uri(), request.headers(), port) {
-        debug!(upstream = %upstream.name, %method, ?refusal, "request refused");
-        let status = match refusal {
-            guard::Refusal::Connect => StatusCode::METHOD_NOT_ALLOWED,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        return error(status, refusal.kind(), refusal.message());
-    }
+    let path = checked.as_str();
     let entry = match presented_voucher(request.headers(), upstream) {
         Err(Conflict) => {
             debug!(upstream = %upstream.name, %method, %path, "conflicting credentials");
@@ -163,7 +167,7 @@ async fn handle(
             }
         },
     };
-    if !entry.capabilities.allows(&upstream.name, &method, &path) {
+    if !entry.capabilities.allows(&upstream.name, &method, path) {
         debug!(voucher = %entry.id, upstream = %upstream.name, %method, %path, "outside capabilities");
         let message = format!(
             "voucher `{}` may not `{method} {path}` on upstream `{}`; it allows: {}",
@@ -173,7 +177,7 @@ async fn handle(
         );
         return error(StatusCode::FORBIDDEN, "capability_denied", &message);
     }
-    forward(request, shared, upstream, &entry, &path).await
+    forward(request, shared, upstream, &entry, &checked).await
 }
 
 async fn forward(
@@ -181,19 +185,17 @@ async fn forward(
     shared: &Shared,
     upstream: &Upstream,
     entry: &Arc<Entry>,
-    path: &str,
+    checked: &CheckedPath,
 ) -> Response<ProxyBody> {
     let method = request.method().clone();
+    let path = checked.as_str();
     let (mut parts, body) = request.into_parts();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |value| value.as_str());
-    let Ok(uri) = format!(
-        "http://{}{}{}",
-        upstream.authority, upstream.base_path, path_and_query
-    )
-    .parse::<Uri>() else {
+    let Some(uri) = upstream_uri(
+        &upstream.authority,
+        &upstream.base_path,
+        checked,
+        parts.uri.query(),
+    ) else {
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_request_target",
@@ -285,6 +287,28 @@ async fn forward(
         done: false,
     };
     Response::from_parts(parts, UnsyncBoxBody::new(body))
+}
+
+/// The upstream's URI for a request: its base path, then the checked path exactly as the
+/// capability check saw it, then the client's query. Nothing is decoded or re-encoded on the
+/// way, so the upstream receives the approved bytes.
+fn upstream_uri(
+    authority: &Authority,
+    base_path: &str,
+    path: &CheckedPath,
+    query: Option<&str>,
+) -> Option<Uri> {
+    let mut path_and_query = format!("{base_path}{}", path.as_str());
+    if let Some(query) = query {
+        path_and_query.push('?');
+        path_and_query.push_str(query);
+    }
+    Uri::builder()
+        .scheme(http::uri::Scheme::HTTP)
+        .authority(authority.clone())
+        .path_and_query(path_and_query)
+        .build()
+        .ok()
 }
 
 /// Two credential headers with different values.
@@ -582,6 +606,71 @@ mod tests {
                 !is_routing_override(&HeaderName::from_static(name)),
                 "{name}"
             );
+        }
+    }
+
+    mod forwarded_paths {
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::capability::Grant;
+        use crate::guard::tests::{assert_safe, hostile_path};
+
+        const PREFIXES: &[&str] = &["/", "/v1/", "/v1/messages", "/v1/models/", "/a"];
+
+        /// A granted prefix followed by a hostile tail, so that many cases pass the grant.
+        fn candidate() -> impl Strategy<Value = (String, String)> {
+            (
+                prop::sample::select(PREFIXES),
+                hostile_path(),
+                any::<bool>(),
+            )
+                .prop_map(|(prefix, tail, prepend)| {
+                    let path = if prepend {
+                        format!("{}{tail}", prefix.trim_end_matches('/'))
+                    } else {
+                        tail
+                    };
+                    (prefix.to_owned(), path)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            /// Any path the guard and a grant let through reaches the upstream as the same bytes
+            /// under the base path, segment-wise below the granted prefix, and no decoding of it
+            /// yields `..`, `;`, NUL or `\`.
+            #[test]
+            fn an_approved_path_is_forwarded_below_its_grant(
+                (prefix, path) in candidate(),
+                query in prop::option::of("[a-z0-9=&%.]{0,12}"),
+            ) {
+                let Ok(checked) = guard::check_path(&path) else {
+                    return Ok(());
+                };
+                let grants = crate::Capabilities::new([Grant::new("api", "*", &prefix).unwrap()]);
+                if !grants.allows("api", &http::Method::POST, checked.as_str()) {
+                    return Ok(());
+                }
+                let authority: Authority = "127.0.0.1:9".parse().unwrap();
+                let uri = upstream_uri(&authority, "/base", &checked, query.as_deref());
+                prop_assert!(uri.is_some(), "{} could not be forwarded", path);
+                let Some(uri) = uri else { return Ok(()) };
+                prop_assert_eq!(uri.query(), query.as_deref());
+                let forwarded = uri.path().strip_prefix("/base");
+                prop_assert_eq!(forwarded, Some(checked.as_str()));
+                let Some(forwarded) = forwarded else { return Ok(()) };
+                let granted: Vec<&str> = prefix.trim_end_matches('/').split('/').collect();
+                let sent: Vec<&str> = forwarded.split('/').collect();
+                prop_assert!(
+                    sent.starts_with(&granted),
+                    "{} is not below {}",
+                    forwarded,
+                    prefix
+                );
+                assert_safe(forwarded)?;
+            }
         }
     }
 }

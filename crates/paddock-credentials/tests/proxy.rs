@@ -613,6 +613,73 @@ async fn hostile_requests_are_refused_before_they_reach_the_upstream() {
     assert_eq!(status_of(&answer), 200, "{answer}");
 }
 
+#[tokio::test]
+async fn paths_an_upstream_could_read_differently_get_400_and_never_reach_it() {
+    // The voucher allows `POST /v1/messages` and below; every path starts there.
+    let proxied = Proxied::start("", &["POST /v1/messages"]).await;
+    let cases = [
+        ("/v1/messages/..;/admin", "`;`"),
+        ("/v1/messages;x", "`;`"),
+        ("/v1/messages;jsessionid=1", "`;`"),
+        ("/v1/messages/%3b", "`;`"),
+        ("/v1/messages/%c0%ae%c0%ae/admin", "overlong"),
+        ("/v1/messages/%c0%ae", "overlong"),
+        ("/v1/messages/%e0%80%ae", "overlong"),
+        ("/v1/messages/%80", "continuation byte"),
+        ("/v1/messages/%25c0%25ae", "overlong"),
+        ("/v1/messages/%00", "`%00`"),
+        ("/v1/messages/a%00b", "`%00`"),
+        ("/v1/messages/a%2fb", "encoded `/`"),
+        ("/v1/messages/..%2fadmin", "encoded `/`"),
+        ("/v1/messages/a%5cb", "encoded `/` or `\\`"),
+        ("/v1/messages/%2e%2e/admin", "`..` segment"),
+        ("/v1/messages/%252e%252e/admin", "`..` segment"),
+        (
+            "/v1/messages/%ef%bc%8e%ef%bc%8e/admin",
+            "Unicode normalisation",
+        ),
+        ("/v1/messages/%zz", "well-formed `%XX`"),
+    ];
+    for (path, hint) in cases {
+        let answer = proxied
+            .exchange(
+                &format!("POST {path} HTTP/1.1"),
+                "Content-Length: 2\r\n",
+                "{}",
+            )
+            .await;
+        assert_eq!(status_of(&answer), 400, "{path}: {answer}");
+        let json: serde_json::Value = serde_json::from_str(body_of(&answer)).unwrap();
+        assert_eq!(json["error"]["type"], "invalid_request_target", "{path}");
+        let message = json["error"]["message"].as_str().unwrap();
+        assert!(message.contains(hint), "{path}: {message}");
+        assert!(!answer.contains(proxied.voucher.expose_secret()), "{path}");
+    }
+    let seen = proxied.upstream.seen();
+    assert!(seen.is_empty(), "{seen:?}");
+}
+
+#[tokio::test]
+async fn an_allowed_path_arrives_at_the_upstream_byte_for_byte_as_checked() {
+    let proxied = Proxied::start("/base", &["POST /v1/messages"]).await;
+    // Escapes in both cases, a literal percent sign, every character a path may hold raw, an
+    // empty segment, and a query (not part of the check) that would be refused as a path.
+    let target =
+        "/v1/messages/a%20b/%e2%9c%93/%E2%9C%93/100%25//-._~!$&'()*+,=:@?beta=true&x=%2e%2e;y";
+    let answer = proxied
+        .exchange(
+            &format!("POST {target} HTTP/1.1"),
+            "Content-Length: 2\r\n",
+            "{}",
+        )
+        .await;
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    let seen = proxied.upstream.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].target, format!("/base{target}"));
+    assert_eq!(seen[0].method, "POST");
+}
+
 /// Sends one request per `(header line, names)` case, each also carrying `X-Keep`, and
 /// checks that the upstream got every request, `X-Keep` each time, and none of the names.
 async fn assert_never_forwarded(proxied: &Proxied, cases: &[(&str, &[&str])]) {

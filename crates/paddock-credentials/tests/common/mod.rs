@@ -242,6 +242,11 @@ pub async fn raw_exchange(address: &str, raw: &[u8]) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// The body of a raw answer: what follows the head.
+pub fn body_of(answer: &str) -> &str {
+    answer.split_once("\r\n\r\n").map_or("", |(_, body)| body)
+}
+
 pub fn status_of(answer: &str) -> u16 {
     answer
         .split(' ')
