@@ -145,7 +145,8 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
 }
 
 /// Prefixes are plain: they travel in a header and are compared byte for byte, so they may not
-/// hold percent-encoding, dot segments, queries, commas or whitespace.
+/// hold percent-encoding, dot segments, queries, commas or whitespace. Nor `;`: the proxy
+/// refuses every path with one (`guard.rs`), so a prefix holding one could never match.
 fn check_prefix(prefix: &str) -> Result<(), &'static str> {
     if !prefix.starts_with('/') {
         return Err("the path prefix must start with `/`");
@@ -153,10 +154,10 @@ fn check_prefix(prefix: &str) -> Result<(), &'static str> {
     if prefix.len() > 512 {
         return Err("the path prefix is longer than 512 bytes");
     }
-    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || b"-._~/:@+=!$&'()*;".contains(&byte);
+    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || b"-._~/:@+=!$&'()*".contains(&byte);
     if !prefix.bytes().all(allowed) {
         return Err(
-            "the path prefix may hold only letters, digits and `-._~/:@+=!$&'()*;` (no `%`, `?`, `,` or spaces)",
+            "the path prefix may hold only letters, digits and `-._~/:@+=!$&'()*` (no `%`, `;`, `?`, `,` or spaces)",
         );
     }
     if prefix
@@ -211,6 +212,8 @@ mod tests {
             "POST /v1/../admin",
             "POST /v1/%2e%2e",
             "POST /v1?x=1",
+            "POST /v1/messages;x",
+            "POST /..;",
             "POST /a,b",
             "CONNECT /",
             "POST",

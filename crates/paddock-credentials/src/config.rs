@@ -245,14 +245,14 @@ fn validate_upstream(config: UpstreamConfig) -> Result<Upstream, CredentialError
 }
 
 /// Headers that describe one connection, not the message, and never cross a proxy (RFC 9110
-/// §7.6.1), plus `proxy-authorization`, which is ours to consume, and `expect`, which the
-/// proxy's own server answers.
+/// §7.6.1), plus every `proxy-*` header (`proxy-authorization` is ours to consume, the others
+/// address a proxy, not the upstream) and `expect`, which the proxy's own server answers.
+/// `transfer-encoding` goes too: the proxy's client frames the forwarded body itself, with
+/// the `content-length` the server framed it by, or chunked.
 pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
     use http::header;
     [
         header::CONNECTION,
-        header::PROXY_AUTHENTICATE,
-        header::PROXY_AUTHORIZATION,
         header::TE,
         header::TRAILER,
         header::TRANSFER_ENCODING,
@@ -261,7 +261,7 @@ pub(crate) fn is_hop_by_hop(name: &HeaderName) -> bool {
     ]
     .contains(name)
         || name == "keep-alive"
-        || name == "proxy-connection"
+        || name.as_str().starts_with("proxy-")
 }
 
 #[cfg(test)]

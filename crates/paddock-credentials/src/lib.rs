@@ -58,6 +58,7 @@
 //! # }
 //! ```
 
+mod accept_backoff;
 mod broker;
 mod capability;
 mod config;

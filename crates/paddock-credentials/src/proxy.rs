@@ -8,9 +8,10 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::Authority;
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -20,11 +21,12 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::WaitForCancellationFutureOwned;
-use tracing::{debug, trace, warn};
+use tracing::{debug, trace};
 
+use crate::accept_backoff::AcceptBackoff;
 use crate::broker::{Entry, Shared};
 use crate::config::{ProxyTimeouts, Upstream, is_hop_by_hop};
-use crate::guard;
+use crate::guard::{self, CheckedPath};
 
 /// The agent's identity (its launch id), as the upstream sees it.
 pub const X_AGENT_ID: HeaderName = HeaderName::from_static("x-agent-id");
@@ -58,6 +60,8 @@ pub(crate) async fn serve(
     upstream: Arc<Upstream>,
     port: u16,
 ) {
+    let mut backoff =
+        AcceptBackoff::new(format!("credential proxy for upstream `{}`", upstream.name));
     loop {
         let accepted = tokio::select! {
             () = shared.shutdown.cancelled() => return,
@@ -65,13 +69,18 @@ pub(crate) async fn serve(
         };
         match accepted {
             Ok((stream, _)) => {
+                backoff.on_success(Instant::now());
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(connection(stream, shared.clone(), upstream.clone(), port));
             }
             Err(error) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                warn!(%error, upstream = %upstream.name, "credential proxy accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Out of file descriptors and the like: wait instead of spinning, and still
+                // stop at once on shutdown.
+                let delay = backoff.on_error(&error, Instant::now());
+                tokio::select! {
+                    () = shared.shutdown.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
             }
         }
     }
@@ -116,16 +125,19 @@ async fn handle(
     port: u16,
 ) -> Response<ProxyBody> {
     let method = request.method().clone();
+    let checked = match guard::check_target(&method, request.uri(), request.headers(), port) {
+        Ok(checked) => checked,
+        Err(refusal) => {
+            debug!(upstream = %upstream.name, %method, ?refusal, "request refused");
+            let status = match refusal {
+                guard::Refusal::Connect => StatusCode::METHOD_NOT_ALLOWED,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return error(status, refusal.kind(), refusal.message());
+        }
+    };
     // Only the path is logged: queries can carry secrets of their own.
-    let path = request.uri().path().to_owned();
-    if let Err(refusal) = guard::check_target(&method, request.uri(), request.headers(), port) {
-        debug!(upstream = %upstream.name, %method, ?refusal, "request refused");
-        let status = match refusal {
-            guard::Refusal::Connect => StatusCode::METHOD_NOT_ALLOWED,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        return error(status, refusal.kind(), refusal.message());
-    }
+    let path = checked.as_str();
     let entry = match presented_voucher(request.headers(), upstream) {
         Err(Conflict) => {
             debug!(upstream = %upstream.name, %method, %path, "conflicting credentials");
@@ -155,7 +167,7 @@ async fn handle(
             }
         },
     };
-    if !entry.capabilities.allows(&upstream.name, &method, &path) {
+    if !entry.capabilities.allows(&upstream.name, &method, path) {
         debug!(voucher = %entry.id, upstream = %upstream.name, %method, %path, "outside capabilities");
         let message = format!(
             "voucher `{}` may not `{method} {path}` on upstream `{}`; it allows: {}",
@@ -165,7 +177,7 @@ async fn handle(
         );
         return error(StatusCode::FORBIDDEN, "capability_denied", &message);
     }
-    forward(request, shared, upstream, &entry, &path).await
+    forward(request, shared, upstream, &entry, &checked).await
 }
 
 async fn forward(
@@ -173,19 +185,17 @@ async fn forward(
     shared: &Shared,
     upstream: &Upstream,
     entry: &Arc<Entry>,
-    path: &str,
+    checked: &CheckedPath,
 ) -> Response<ProxyBody> {
     let method = request.method().clone();
+    let path = checked.as_str();
     let (mut parts, body) = request.into_parts();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |value| value.as_str());
-    let Ok(uri) = format!(
-        "http://{}{}{}",
-        upstream.authority, upstream.base_path, path_and_query
-    )
-    .parse::<Uri>() else {
+    let Some(uri) = upstream_uri(
+        &upstream.authority,
+        &upstream.base_path,
+        checked,
+        parts.uri.query(),
+    ) else {
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_request_target",
@@ -279,6 +289,28 @@ async fn forward(
     Response::from_parts(parts, UnsyncBoxBody::new(body))
 }
 
+/// The upstream's URI for a request: its base path, then the checked path exactly as the
+/// capability check saw it, then the client's query. Nothing is decoded or re-encoded on the
+/// way, so the upstream receives the approved bytes.
+fn upstream_uri(
+    authority: &Authority,
+    base_path: &str,
+    path: &CheckedPath,
+    query: Option<&str>,
+) -> Option<Uri> {
+    let mut path_and_query = format!("{base_path}{}", path.as_str());
+    if let Some(query) = query {
+        path_and_query.push('?');
+        path_and_query.push_str(query);
+    }
+    Uri::builder()
+        .scheme(http::uri::Scheme::HTTP)
+        .authority(authority.clone())
+        .path_and_query(path_and_query)
+        .build()
+        .ok()
+}
+
 /// Two credential headers with different values.
 struct Conflict;
 
@@ -343,10 +375,13 @@ fn strip_scheme<'a>(value: &'a [u8], scheme: Option<&str>) -> &'a [u8] {
 }
 
 /// Removes what must not reach the upstream: hop-by-hop headers and those `Connection` names,
-/// `Host` (set from the upstream URL), every credential header, and any stamp the client tried
-/// to set itself.
+/// headers that ask the upstream to route the request somewhere else, `Host` (set from the
+/// upstream URL), every credential header, and any stamp the client tried to set itself. The
+/// proxy adds its own credential and stamps after this, so a `Connection` header that names
+/// them cannot remove them.
 fn strip_request_headers(headers: &mut HeaderMap, upstream: &Upstream) {
     strip_hop_by_hop(headers);
+    remove_matching(headers, is_routing_override);
     for name in [
         header::HOST,
         header::AUTHORIZATION,
@@ -360,6 +395,31 @@ fn strip_request_headers(headers: &mut HeaderMap, upstream: &Upstream) {
     headers.remove(&upstream.header);
 }
 
+/// Headers some frameworks and gateways honour in place of the request line or the peer:
+/// method overrides (a `POST` that runs as `DELETE`), URL rewrites (the route taken is the
+/// header's, not the checked path), and the `Forwarded` family (the host, scheme, prefix or
+/// client address the upstream believes). A voucher scoped to `POST /v1/messages` must not
+/// reach anything else through them, and the proxy is the only client the upstream sees.
+fn is_routing_override(name: &HeaderName) -> bool {
+    const NAMES: [&str; 12] = [
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "forwarded",
+        "x-original-url",
+        "x-original-uri",
+        "x-rewrite-url",
+        "x-original-host",
+        "x-host",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+    ];
+    // `HeaderName` is lower case, so these compare without regard to the case sent.
+    let name = name.as_str();
+    NAMES.contains(&name) || name.starts_with("x-forwarded-")
+}
+
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -371,12 +431,16 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name);
     }
-    let hop: Vec<HeaderName> = headers
+    remove_matching(headers, is_hop_by_hop);
+}
+
+fn remove_matching(headers: &mut HeaderMap, matches: fn(&HeaderName) -> bool) {
+    let names: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| is_hop_by_hop(name))
+        .filter(|name| matches(name))
         .cloned()
         .collect();
-    for name in hop {
+    for name in names {
         headers.remove(name);
     }
 }
@@ -513,8 +577,100 @@ mod tests {
             HeaderValue::from_static("chunked"),
         );
         headers.insert("x-kept", HeaderValue::from_static("1"));
+        headers.insert("proxy-anything", HeaderValue::from_static("1"));
         strip_hop_by_hop(&mut headers);
         let names: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
         assert_eq!(names, vec!["x-kept"]);
+    }
+
+    #[test]
+    fn routing_overrides_are_recognised_in_any_case() {
+        for name in [
+            "X-HTTP-Method-Override",
+            "x-http-method",
+            "X-Method-Override",
+            "Forwarded",
+            "X-Forwarded-For",
+            "X-Forwarded-Host",
+            "X-Forwarded-Prefix",
+            "x-forwarded-anything",
+            "X-Original-URL",
+            "X-Rewrite-URL",
+            "X-Real-IP",
+        ] {
+            let name = HeaderName::from_bytes(name.as_bytes()).unwrap();
+            assert!(is_routing_override(&name), "{name}");
+        }
+        for name in ["x-forwarded", "content-type", "x-request-id", "x-api-key"] {
+            assert!(
+                !is_routing_override(&HeaderName::from_static(name)),
+                "{name}"
+            );
+        }
+    }
+
+    mod forwarded_paths {
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::capability::Grant;
+        use crate::guard::tests::{assert_safe, hostile_path};
+
+        const PREFIXES: &[&str] = &["/", "/v1/", "/v1/messages", "/v1/models/", "/a"];
+
+        /// A granted prefix followed by a hostile tail, so that many cases pass the grant.
+        fn candidate() -> impl Strategy<Value = (String, String)> {
+            (
+                prop::sample::select(PREFIXES),
+                hostile_path(),
+                any::<bool>(),
+            )
+                .prop_map(|(prefix, tail, prepend)| {
+                    let path = if prepend {
+                        format!("{}{tail}", prefix.trim_end_matches('/'))
+                    } else {
+                        tail
+                    };
+                    (prefix.to_owned(), path)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            /// Any path the guard and a grant let through reaches the upstream as the same bytes
+            /// under the base path, segment-wise below the granted prefix, and no decoding of it
+            /// yields `..`, `;`, NUL or `\`.
+            #[test]
+            fn an_approved_path_is_forwarded_below_its_grant(
+                (prefix, path) in candidate(),
+                query in prop::option::of("[a-z0-9=&%.]{0,12}"),
+            ) {
+                let Ok(checked) = guard::check_path(&path) else {
+                    return Ok(());
+                };
+                let grants = crate::Capabilities::new([Grant::new("api", "*", &prefix).unwrap()]);
+                if !grants.allows("api", &http::Method::POST, checked.as_str()) {
+                    return Ok(());
+                }
+                let authority: Authority = "127.0.0.1:9".parse().unwrap();
+                let uri = upstream_uri(&authority, "/base", &checked, query.as_deref());
+                prop_assert!(uri.is_some(), "{} could not be forwarded", path);
+                let Some(uri) = uri else { return Ok(()) };
+                prop_assert_eq!(uri.query(), query.as_deref());
+                let forwarded = uri.path().strip_prefix("/base");
+                prop_assert_eq!(forwarded, Some(checked.as_str()));
+                let Some(forwarded) = forwarded else { return Ok(()) };
+                let granted: Vec<&str> = prefix.trim_end_matches('/').split('/').collect();
+                let sent: Vec<&str> = forwarded.split('/').collect();
+                prop_assert!(
+                    sent.starts_with(&granted),
+                    "{} is not below {}",
+                    forwarded,
+                    prefix
+                );
+                assert_safe(forwarded)?;
+            }
+        }
     }
 }

@@ -1,7 +1,7 @@
-//! At trace level, across every path the proxy and broker take (mint, success, unknown
-//! voucher, capability denial, upstream failure, revocation of an open stream, shutdown), no
-//! log line holds a voucher or the real key. Its own binary, because it installs the global
-//! subscriber.
+//! At trace level, across every path the proxy and broker take (mint, success, a refused
+//! path, unknown voucher, capability denial, upstream failure, revocation of an open stream,
+//! shutdown), no log line holds a voucher or the real key. Its own binary, because it installs
+//! the global subscriber.
 #![cfg(test)]
 
 mod common;
@@ -83,6 +83,19 @@ async fn no_voucher_or_key_in_any_log_line_at_trace_level() {
             .0,
         403
     );
+    // Refused by the path guard, before the voucher is looked at.
+    assert_eq!(
+        send(
+            &client,
+            "POST",
+            &format!("{api}/v1/messages/..;/admin?key=q"),
+            &auth,
+            "{}"
+        )
+        .await
+        .0,
+        400
+    );
     let wrong = format!("Bearer {}x", &secret[..secret.len() - 1]);
     assert_eq!(
         send(
@@ -134,6 +147,7 @@ async fn no_voucher_or_key_in_any_log_line_at_trace_level() {
     // The capture saw the traffic (so the assertions below are not vacuous).
     for expected in [
         "voucher minted",
+        "request refused",
         "proxied",
         "outside capabilities",
         "unknown or revoked voucher",

@@ -20,6 +20,73 @@ fn header<'a>(seen: &'a Seen, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// A proxy spoken to over raw sockets, so tests control every byte of the request: a broker
+/// whose Bearer upstream `api` is a fresh recording upstream (under `base`), and a voucher
+/// with `grants` on it.
+struct Proxied {
+    upstream: Upstream,
+    /// Keeps the proxy listening.
+    _broker: paddock_credentials::CredentialBroker,
+    voucher: paddock_credentials::Voucher,
+    /// The proxy's `127.0.0.1:<port>`.
+    address: String,
+    /// Holds the voucher file.
+    _dir: tempfile::TempDir,
+}
+
+impl Proxied {
+    async fn start(base: &str, grants: &[&str]) -> Self {
+        let upstream = Upstream::start().await;
+        let broker = broker_for(vec![upstream_config(
+            "api",
+            &format!("{}{base}", upstream.url()),
+            "authorization",
+            Some("Bearer"),
+        )])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let voucher = broker
+            .mint_for_launch("launch-1", caps("api", grants), dir.path())
+            .unwrap();
+        let address = broker
+            .proxy_url("api")
+            .unwrap()
+            .trim_start_matches("http://")
+            .to_owned();
+        Self {
+            upstream,
+            _broker: broker,
+            voucher,
+            address,
+            _dir: dir,
+        }
+    }
+
+    fn host_line(&self) -> String {
+        format!("Host: {}\r\n", self.address)
+    }
+
+    fn auth_line(&self) -> String {
+        format!("Authorization: Bearer {}\r\n", self.voucher.expose_secret())
+    }
+
+    /// `line`, then the Host and voucher, the `extra` header lines (each ending in CRLF),
+    /// `Connection: close`, and `body` after the head.
+    fn request(&self, line: &str, extra: &str, body: &str) -> Vec<u8> {
+        format!(
+            "{line}\r\n{}{}{extra}Connection: close\r\n\r\n{body}",
+            self.host_line(),
+            self.auth_line()
+        )
+        .into_bytes()
+    }
+
+    /// Sends [`Self::request`] on a fresh connection and returns the whole answer.
+    async fn exchange(&self, line: &str, extra: &str, body: &str) -> String {
+        raw_exchange(&self.address, &self.request(line, extra, body)).await
+    }
+}
+
 #[tokio::test]
 async fn the_upstream_sees_the_real_key_and_the_stamps_never_the_voucher() {
     let upstream = Upstream::start().await;
@@ -505,28 +572,9 @@ async fn large_request_bodies_stream_through() {
 
 #[tokio::test]
 async fn hostile_requests_are_refused_before_they_reach_the_upstream() {
-    let upstream = Upstream::start().await;
-    let broker = broker_for(vec![upstream_config(
-        "api",
-        &upstream.url(),
-        "authorization",
-        Some("Bearer"),
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let voucher = broker
-        .mint_for_launch("l", caps("api", &["* /"]), dir.path())
-        .unwrap();
-    let address = broker
-        .proxy_url("api")
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_owned();
-    let auth = format!("Authorization: Bearer {}\r\n", voucher.expose_secret());
-    let host = format!("Host: {address}\r\n");
-    let request = |line: &str, extra: &str| -> Vec<u8> {
-        format!("{line}\r\n{host}{auth}{extra}Connection: close\r\n\r\n").into_bytes()
-    };
+    let proxied = Proxied::start("", &["* /"]).await;
+    let (host, auth) = (proxied.host_line(), proxied.auth_line());
+    let request = |line: &str, extra: &str| proxied.request(line, extra, "");
     let huge = format!("X-Big: {}\r\n", "a".repeat(40 * 1024));
     let many: String = (0..150).map(|i| format!("X-H{i}: 1\r\n")).collect();
     let cases: Vec<(&str, Vec<u8>, u16)> = vec![
@@ -555,13 +603,246 @@ async fn hostile_requests_are_refused_before_they_reach_the_upstream() {
         ),
     ];
     for (name, raw, expected) in cases {
-        let answer = raw_exchange(&address, &raw).await;
+        let answer = raw_exchange(&proxied.address, &raw).await;
         assert_eq!(status_of(&answer), expected, "{name}: {answer}");
     }
-    assert!(upstream.seen().is_empty(), "{:?}", upstream.seen());
+    let seen = proxied.upstream.seen();
+    assert!(seen.is_empty(), "{seen:?}");
     // The same connection setup with a clean request still works.
-    let answer = raw_exchange(&address, &request("GET /v1/models HTTP/1.1", "")).await;
+    let answer = proxied.exchange("GET /v1/models HTTP/1.1", "", "").await;
     assert_eq!(status_of(&answer), 200, "{answer}");
+}
+
+#[tokio::test]
+async fn paths_an_upstream_could_read_differently_get_400_and_never_reach_it() {
+    // The voucher allows `POST /v1/messages` and below; every path starts there.
+    let proxied = Proxied::start("", &["POST /v1/messages"]).await;
+    let cases = [
+        ("/v1/messages/..;/admin", "`;`"),
+        ("/v1/messages;x", "`;`"),
+        ("/v1/messages;jsessionid=1", "`;`"),
+        ("/v1/messages/%3b", "`;`"),
+        ("/v1/messages/%c0%ae%c0%ae/admin", "overlong"),
+        ("/v1/messages/%c0%ae", "overlong"),
+        ("/v1/messages/%e0%80%ae", "overlong"),
+        ("/v1/messages/%80", "continuation byte"),
+        ("/v1/messages/%25c0%25ae", "overlong"),
+        ("/v1/messages/%00", "`%00`"),
+        ("/v1/messages/a%00b", "`%00`"),
+        ("/v1/messages/a%2fb", "encoded `/`"),
+        ("/v1/messages/..%2fadmin", "encoded `/`"),
+        ("/v1/messages/a%5cb", "encoded `/` or `\\`"),
+        ("/v1/messages/%2e%2e/admin", "`..` segment"),
+        ("/v1/messages/%252e%252e/admin", "`..` segment"),
+        (
+            "/v1/messages/%ef%bc%8e%ef%bc%8e/admin",
+            "Unicode normalisation",
+        ),
+        ("/v1/messages/%zz", "well-formed `%XX`"),
+    ];
+    for (path, hint) in cases {
+        let answer = proxied
+            .exchange(
+                &format!("POST {path} HTTP/1.1"),
+                "Content-Length: 2\r\n",
+                "{}",
+            )
+            .await;
+        assert_eq!(status_of(&answer), 400, "{path}: {answer}");
+        let json: serde_json::Value = serde_json::from_str(body_of(&answer)).unwrap();
+        assert_eq!(json["error"]["type"], "invalid_request_target", "{path}");
+        let message = json["error"]["message"].as_str().unwrap();
+        assert!(message.contains(hint), "{path}: {message}");
+        assert!(!answer.contains(proxied.voucher.expose_secret()), "{path}");
+    }
+    let seen = proxied.upstream.seen();
+    assert!(seen.is_empty(), "{seen:?}");
+}
+
+#[tokio::test]
+async fn an_allowed_path_arrives_at_the_upstream_byte_for_byte_as_checked() {
+    let proxied = Proxied::start("/base", &["POST /v1/messages"]).await;
+    // Escapes in both cases, a literal percent sign, every character a path may hold raw, an
+    // empty segment, and a query (not part of the check) that would be refused as a path.
+    let target =
+        "/v1/messages/a%20b/%e2%9c%93/%E2%9C%93/100%25//-._~!$&'()*+,=:@?beta=true&x=%2e%2e;y";
+    let answer = proxied
+        .exchange(
+            &format!("POST {target} HTTP/1.1"),
+            "Content-Length: 2\r\n",
+            "{}",
+        )
+        .await;
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    let seen = proxied.upstream.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].target, format!("/base{target}"));
+    assert_eq!(seen[0].method, "POST");
+}
+
+/// Sends one request per `(header line, names)` case, each also carrying `X-Keep`, and
+/// checks that the upstream got every request, `X-Keep` each time, and none of the names.
+async fn assert_never_forwarded(proxied: &Proxied, cases: &[(&str, &[&str])]) {
+    for (line, _) in cases {
+        let answer = proxied
+            .exchange(
+                "POST /v1/messages HTTP/1.1",
+                &format!("{line}\r\nX-Keep: kept\r\nContent-Length: 2\r\n"),
+                "{}",
+            )
+            .await;
+        assert_eq!(status_of(&answer), 200, "{line}: {answer}");
+    }
+    let seen = proxied.upstream.seen();
+    assert_eq!(seen.len(), cases.len());
+    for ((line, names), seen) in cases.iter().zip(&seen) {
+        assert_eq!(
+            (seen.method.as_str(), seen.target.as_str()),
+            ("POST", "/v1/messages")
+        );
+        assert_eq!(header(seen, "x-keep"), vec!["kept"], "{line}");
+        for name in *names {
+            assert!(
+                header(seen, name).is_empty(),
+                "{line}: `{name}` reached the upstream"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn override_headers_sent_by_the_agent_never_reach_the_upstream() {
+    let proxied = Proxied::start("", &["POST /v1/messages"]).await;
+    assert_never_forwarded(
+        &proxied,
+        &[
+            (
+                "X-HTTP-Method-Override: DELETE",
+                &["x-http-method-override"],
+            ),
+            ("X-HTTP-Method: DELETE", &["x-http-method"]),
+            ("X-Method-Override: PUT", &["x-method-override"]),
+            ("X-Forwarded-Host: admin.internal", &["x-forwarded-host"]),
+            ("X-Forwarded-For: 10.0.0.1", &["x-forwarded-for"]),
+            ("X-Forwarded-Proto: https", &["x-forwarded-proto"]),
+            ("X-Forwarded-Prefix: /admin", &["x-forwarded-prefix"]),
+            ("X-Forwarded-Port: 8443", &["x-forwarded-port"]),
+            ("X-Forwarded-Server: admin", &["x-forwarded-server"]),
+            ("x-forwarded-uri: /admin", &["x-forwarded-uri"]),
+            (
+                "Forwarded: for=10.0.0.1;host=admin.internal;proto=https",
+                &["forwarded"],
+            ),
+            ("X-Original-URL: /admin", &["x-original-url"]),
+            ("X-Original-URI: /admin", &["x-original-uri"]),
+            ("X-Rewrite-URL: /admin", &["x-rewrite-url"]),
+            ("X-Original-Host: admin.internal", &["x-original-host"]),
+            ("X-Host: admin.internal", &["x-host"]),
+            ("X-Real-IP: 10.0.0.1", &["x-real-ip"]),
+            ("X-Client-IP: 10.0.0.1", &["x-client-ip"]),
+            ("True-Client-IP: 10.0.0.1", &["true-client-ip"]),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hop_by_hop_headers_sent_by_the_agent_never_reach_the_upstream() {
+    let proxied = Proxied::start("", &["POST /v1/messages"]).await;
+    assert_never_forwarded(
+        &proxied,
+        &[
+            (
+                "Connection: X-Named\r\nX-Named: 1",
+                &["connection", "x-named"],
+            ),
+            (
+                "Connection: keep-alive, X-A, x-b\r\nX-A: 1\r\nX-B: 2",
+                &["x-a", "x-b"],
+            ),
+            ("Keep-Alive: timeout=5, max=100", &["keep-alive"]),
+            (
+                "Proxy-Authorization: Basic dXNlcjpwYXNz",
+                &["proxy-authorization"],
+            ),
+            ("Proxy-Connection: keep-alive", &["proxy-connection"]),
+            ("Proxy-Anything: 1", &["proxy-anything"]),
+            ("TE: trailers", &["te"]),
+            ("Trailer: X-Later", &["trailer"]),
+            (
+                "Upgrade: h2c\r\nConnection: Upgrade",
+                &["upgrade", "connection"],
+            ),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn connection_cannot_remove_the_proxys_credential_or_stamps() {
+    let proxied = Proxied::start("", &["POST /v1/messages"]).await;
+    let answer = proxied
+        .exchange(
+            "POST /v1/messages HTTP/1.1",
+            "Connection: authorization, x-agent-id, x-client, x-agent-active-capabilities, host\r\nContent-Length: 2\r\n",
+            "{}",
+        )
+        .await;
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    let seen = &proxied.upstream.seen()[0];
+    assert_eq!(header(seen, "authorization"), vec![format!("Bearer {KEY}")]);
+    assert_eq!(header(seen, "x-agent-id"), vec!["launch-1"]);
+    assert_eq!(
+        header(seen, "x-agent-active-capabilities"),
+        vec!["POST /v1/messages"]
+    );
+    assert_eq!(header(seen, "x-client").len(), 1);
+    assert_eq!(
+        header(seen, "host"),
+        vec![proxied.upstream.address.to_string()]
+    );
+}
+
+#[tokio::test]
+async fn chunked_bodies_are_reframed_and_their_trailers_dropped() {
+    let proxied = Proxied::start("", &["POST /v1/messages"]).await;
+    // A trailer would be merged into the headers by some servers, after every check.
+    let chunked = "5\r\nhello\r\n6\r\n world\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n";
+    let answer = proxied
+        .exchange(
+            "POST /v1/messages HTTP/1.1",
+            "Transfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n",
+            chunked,
+        )
+        .await;
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    // Content-Length and Transfer-Encoding together (request smuggling): the chunked framing
+    // wins and the stale length is not forwarded.
+    let answer = proxied
+        .exchange(
+            "POST /v1/messages HTTP/1.1",
+            "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n",
+            chunked,
+        )
+        .await;
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    let seen = proxied.upstream.seen();
+    assert_eq!(seen.len(), 2);
+    for seen in &seen {
+        assert_eq!(seen.body, "hello world");
+        assert!(seen.trailers.is_none(), "{:?}", seen.trailers);
+        assert!(header(seen, "trailer").is_empty());
+        assert!(header(seen, "x-http-method-override").is_empty());
+        // The proxy's client frames the body itself; a length, if any, is the true one.
+        let framing = (
+            header(seen, "transfer-encoding"),
+            header(seen, "content-length"),
+        );
+        assert!(
+            framing == (vec!["chunked"], vec![]) || framing == (vec![], vec!["11"]),
+            "{framing:?}"
+        );
+    }
 }
 
 #[tokio::test]

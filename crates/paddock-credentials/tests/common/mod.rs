@@ -33,6 +33,8 @@ pub struct Seen {
     pub target: String,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The trailer fields of a chunked body, if it had any.
+    pub trailers: Option<HeaderMap>,
 }
 
 /// A response body the test feeds chunk by chunk. When the upstream's connection closes the
@@ -97,11 +99,13 @@ impl Upstream {
 
     async fn answer(&self, request: Request<Incoming>) -> Response<UpstreamBody> {
         let (parts, body) = request.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
+        let (body, trailers) = match body.collect().await {
+            Ok(collected) => {
+                let trailers = collected.trailers().cloned();
+                (collected.to_bytes(), trailers)
+            }
+            Err(_) => (Bytes::new(), None),
+        };
         let target = parts
             .uri
             .path_and_query()
@@ -112,6 +116,7 @@ impl Upstream {
             target: target.clone(),
             headers: parts.headers,
             body: body.clone(),
+            trailers,
         });
         if target.starts_with("/hang") {
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -235,6 +240,11 @@ pub async fn raw_exchange(address: &str, raw: &[u8]) -> String {
     let mut answer = Vec::new();
     let _ = tokio::time::timeout(DEADLINE, stream.read_to_end(&mut answer)).await;
     String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The body of a raw answer: what follows the head.
+pub fn body_of(answer: &str) -> &str {
+    answer.split_once("\r\n\r\n").map_or("", |(_, body)| body)
 }
 
 pub fn status_of(answer: &str) -> u16 {
