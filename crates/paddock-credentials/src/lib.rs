@@ -58,7 +58,6 @@
 //! # }
 //! ```
 
-mod accept_backoff;
 mod broker;
 mod capability;
 mod config;

@@ -4,11 +4,10 @@
 //! forwarded with both bodies streamed frame by frame. Revoking the voucher ends requests and
 //! response streams in flight.
 
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::uri::Authority;
@@ -18,15 +17,15 @@ use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::WaitForCancellationFutureOwned;
-use tracing::{debug, trace};
+use tracing::debug;
 
-use crate::accept_backoff::AcceptBackoff;
 use crate::broker::{Entry, Shared};
 use crate::config::{ProxyTimeouts, Upstream, is_hop_by_hop};
 use crate::guard::{self, CheckedPath};
+use paddock_http::ConnectionLimits;
 
 /// The agent's identity (its launch id), as the upstream sees it.
 pub const X_AGENT_ID: HeaderName = HeaderName::from_static("x-agent-id");
@@ -38,7 +37,7 @@ pub const X_AGENT_ACTIVE_CAPABILITIES: HeaderName =
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+type ProxyBody = paddock_http::BoxBody;
 pub(crate) type UpstreamClient = Client<HttpConnector, Incoming>;
 
 /// One pooled HTTP/1.1 client for every upstream: keep-alive connections are what keep the
@@ -53,68 +52,48 @@ pub(crate) fn upstream_client(timeouts: &ProxyTimeouts) -> UpstreamClient {
         .build(connector)
 }
 
-/// Accepts connections for `upstream` until the broker shuts down.
+/// Accepts connections for `upstream` until the broker shuts down, under the shared
+/// connection limits (cap with oldest-idle shedding, head and idle timeouts, accept backoff);
+/// at shutdown every connection is cut at once.
 pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     upstream: Arc<Upstream>,
     port: u16,
 ) {
-    let mut backoff =
-        AcceptBackoff::new(format!("credential proxy for upstream `{}`", upstream.name));
-    loop {
-        let accepted = tokio::select! {
-            () = shared.shutdown.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, _)) => {
-                backoff.on_success(Instant::now());
-                let _ = stream.set_nodelay(true);
-                tokio::spawn(connection(stream, shared.clone(), upstream.clone(), port));
-            }
-            Err(error) => {
-                // Out of file descriptors and the like: wait instead of spinning, and still
-                // stop at once on shutdown.
-                let delay = backoff.on_error(&error, Instant::now());
-                tokio::select! {
-                    () = shared.shutdown.cancelled() => return,
-                    () = tokio::time::sleep(delay) => {}
-                }
-            }
-        }
-    }
+    let limits = ConnectionLimits {
+        header_read_timeout: shared.config.timeouts.request_head,
+        max_header_bytes: shared.config.max_header_bytes,
+        max_headers: shared.config.max_headers,
+        drain: Duration::ZERO,
+        ..ConnectionLimits::default()
+    };
+    let name = format!("credential proxy for upstream `{}`", upstream.name);
+    let shutdown = shared.shutdown.clone().cancelled_owned();
+    let handler = ProxyHandler {
+        shared,
+        upstream,
+        port,
+    };
+    paddock_http::serve_connections(listener, name, limits, handler, shutdown).await;
 }
 
-async fn connection(
-    stream: tokio::net::TcpStream,
+#[derive(Clone)]
+struct ProxyHandler {
     shared: Arc<Shared>,
     upstream: Arc<Upstream>,
     port: u16,
-) {
-    let shutdown = shared.shutdown.clone();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(shared.config.timeouts.request_head)
-        // The head limit is enforced on a complete head; the buffer limit stops a client that
-        // never finishes one from growing the buffer past the same size.
-        .max_header_size(shared.config.max_header_bytes)
-        .max_buf_size(shared.config.max_header_bytes)
-        .max_headers(shared.config.max_headers);
-    let service = hyper::service::service_fn(move |request| {
-        let shared = shared.clone();
-        let upstream = upstream.clone();
-        async move { Ok::<_, Infallible>(handle(request, &shared, &upstream, port).await) }
-    });
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::select! {
-        result = connection => {
-            if let Err(error) = result {
-                trace!(%error, "credential proxy connection ended with an error");
-            }
-        }
-        () = shutdown.cancelled() => {}
+}
+
+impl paddock_http::Handler for ProxyHandler {
+    fn call(
+        &self,
+        request: Request<Incoming>,
+    ) -> Pin<Box<dyn Future<Output = Response<ProxyBody>> + Send + 'static>> {
+        let handler = self.clone();
+        Box::pin(
+            async move { handle(request, &handler.shared, &handler.upstream, handler.port).await },
+        )
     }
 }
 

@@ -93,7 +93,7 @@ pub async fn serve_control(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let own_uid = paddock_client::paths::current_uid();
-    let mut backoff = paddock_ingress::accept::AcceptBackoff::new("control socket");
+    let mut backoff = paddock_http::AcceptBackoff::new("control socket");
     let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROL_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
@@ -102,7 +102,7 @@ pub async fn serve_control(
         };
         match accepted {
             Ok((stream, _)) => {
-                backoff.succeeded();
+                backoff.on_success(std::time::Instant::now());
                 let Ok(permit) = open.clone().try_acquire_owned() else {
                     tokio::spawn(refuse_busy(stream));
                     continue;
@@ -113,7 +113,15 @@ pub async fn serve_control(
                     drop(permit);
                 });
             }
-            Err(error) => backoff.failed(&error).await,
+            Err(error) => {
+                let mut stop = shutdown.clone();
+                let stopped = async move {
+                    let _ = stop.wait_for(|stop| *stop).await;
+                };
+                if !backoff.wait_after(&error, stopped).await {
+                    return;
+                }
+            }
         }
     }
 }

@@ -2,8 +2,6 @@
 //! checks (DNS-rebinding defence), the startup gate (held while the daemon starts), bearer
 //! authentication (constant time), and credential stripping; only then does a route run.
 
-pub mod accept;
-pub mod conn;
 pub mod rules;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -22,7 +20,8 @@ use paddock_client::SecretString;
 use paddock_client::control::DaemonState;
 use tokio::net::TcpListener;
 
-use crate::conn::ConnectionLimits;
+pub use paddock_http::ConnectionLimits;
+use paddock_http::conn;
 use tokio::sync::watch;
 use tracing::{debug, trace};
 
@@ -143,7 +142,7 @@ impl BoundIngress {
             .layer(middleware::from_fn_with_state(self.guard.clone(), guard));
         conn::serve_connections(
             self.listener,
-            "HTTP ingress",
+            "HTTP ingress".to_owned(),
             self.limits,
             RouterHandler(app),
             shutdown,

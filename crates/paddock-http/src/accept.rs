@@ -14,7 +14,7 @@ use tracing::warn;
 /// `accept` fails and wait the delay it returns; call [`AcceptBackoff::on_success`] when it
 /// succeeds. Time is passed in, so the schedule can be tested without a clock.
 #[derive(Debug)]
-pub(crate) struct AcceptBackoff {
+pub struct AcceptBackoff {
     /// Names the listener in log lines.
     listener: String,
     next_delay: Duration,
@@ -25,14 +25,14 @@ pub(crate) struct AcceptBackoff {
 
 impl AcceptBackoff {
     /// The wait after the first failure of a run.
-    pub(crate) const INITIAL_DELAY: Duration = Duration::from_millis(5);
+    pub const INITIAL_DELAY: Duration = Duration::from_millis(5);
     /// The wait doubles up to this.
-    pub(crate) const MAX_DELAY: Duration = Duration::from_secs(1);
+    pub const MAX_DELAY: Duration = Duration::from_secs(1);
     /// At most one log line per this interval.
-    pub(crate) const LOG_INTERVAL: Duration = Duration::from_secs(1);
+    pub const LOG_INTERVAL: Duration = Duration::from_secs(1);
 
     /// `listener` names the listener in log lines (`credential proxy for upstream `api``).
-    pub(crate) fn new(listener: impl Into<String>) -> Self {
+    pub fn new(listener: impl Into<String>) -> Self {
         Self {
             listener: listener.into(),
             next_delay: Self::INITIAL_DELAY,
@@ -42,7 +42,7 @@ impl AcceptBackoff {
     }
 
     /// Records an accept that failed at `now` and returns how long to wait before the next.
-    pub(crate) fn on_error(&mut self, error: &io::Error, now: Instant) -> Duration {
+    pub fn on_error(&mut self, error: &io::Error, now: Instant) -> Duration {
         let delay = self.next_delay;
         self.next_delay = (delay * 2).min(Self::MAX_DELAY);
         if self.may_log(now) {
@@ -63,7 +63,7 @@ impl AcceptBackoff {
     /// Records an accept that succeeded at `now`: the next failure waits
     /// [`Self::INITIAL_DELAY`] again. Failures that were not logged are reported here once the
     /// interval allows, so a run that ends is not left uncounted until the next failure.
-    pub(crate) fn on_success(&mut self, now: Instant) {
+    pub fn on_success(&mut self, now: Instant) {
         self.next_delay = Self::INITIAL_DELAY;
         if self.suppressed > 0 && self.may_log(now) {
             warn!(
@@ -72,6 +72,16 @@ impl AcceptBackoff {
                 "accepting again after failures that were not logged"
             );
             self.logged(now);
+        }
+    }
+
+    /// Records a failure, logs (rate-limited) and waits the delay, unless `stop` resolves
+    /// first (then returns `false`: the loop should end).
+    pub async fn wait_after(&mut self, error: &io::Error, stop: impl Future<Output = ()>) -> bool {
+        let delay = self.on_error(error, Instant::now());
+        tokio::select! {
+            () = stop => false,
+            () = tokio::time::sleep(delay) => true,
         }
     }
 

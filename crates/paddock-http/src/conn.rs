@@ -36,6 +36,12 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed.
     pub idle_timeout: Duration,
+    /// The largest request head (and read buffer) accepted.
+    pub max_header_bytes: usize,
+    /// The most header fields in one request.
+    pub max_headers: usize,
+    /// After shutdown, how long connections may finish their requests before they are cut.
+    pub drain: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -44,6 +50,9 @@ impl Default for ConnectionLimits {
             max_connections: 512,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            max_header_bytes: 64 * 1024,
+            max_headers: 100,
+            drain: Duration::from_secs(5),
         }
     }
 }
@@ -64,20 +73,20 @@ pub trait Handler: Clone + Send + Sync + 'static {
 
 /// Accepts connections from `listener` and serves each with `handler` under `limits` until
 /// `shutdown` resolves; then asks every connection to finish its current request and returns
-/// once all have closed. `name` names the listener in logs. Every accepted socket gets
+/// once all have closed, cutting those still open after `limits.drain`. `name` names the listener in logs. Every accepted socket gets
 /// `TCP_NODELAY`: small JSON answers must not wait for Nagle's algorithm.
 pub async fn serve_connections<H: Handler>(
     listener: TcpListener,
-    name: &'static str,
+    name: String,
     limits: ConnectionLimits,
     handler: H,
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let tracker = Arc::new(Tracker::new(limits.max_connections));
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut backoff = AcceptBackoff::new(name);
+    let mut backoff = AcceptBackoff::new(name.clone());
+    let mut shutdown = std::pin::pin!(shutdown);
     let mut tasks = tokio::task::JoinSet::new();
-    tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
@@ -87,11 +96,11 @@ pub async fn serve_connections<H: Handler>(
         };
         match accepted {
             Ok((stream, _)) => {
-                backoff.succeeded();
+                backoff.on_success(std::time::Instant::now());
                 let _ = stream.set_nodelay(true);
                 let Some(slot) = tracker.admit() else {
                     debug!(
-                        listener = name,
+                        listener = %name,
                         "connection refused: every connection is busy"
                     );
                     drop(stream);
@@ -105,12 +114,23 @@ pub async fn serve_connections<H: Handler>(
                     stop_rx.clone(),
                 ));
             }
-            Err(error) => backoff.failed(&error).await,
+            Err(error) => {
+                if !backoff.wait_after(&error, shutdown.as_mut()).await {
+                    break;
+                }
+            }
         }
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    while tasks.join_next().await.is_some() {}
+    let drained = tokio::time::timeout(limits.drain, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        debug!(listener = %name, "cutting connections still open after the drain time");
+        tasks.abort_all();
+    }
 }
 
 async fn serve_one<H: Handler>(
@@ -139,6 +159,11 @@ async fn serve_one<H: Handler>(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
+        // The head limit is enforced on a complete head; the buffer limit stops a client that
+        // never finishes one from growing the buffer past the same size.
+        .max_header_size(limits.max_header_bytes)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .max_headers(limits.max_headers)
         .keep_alive(true);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
