@@ -105,6 +105,7 @@ pub struct McpStdio {
     /// Notifications seen while waiting for answers.
     pub notifications: Vec<Value>,
     next_id: u64,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl McpStdio {
@@ -119,9 +120,19 @@ impl McpStdio {
         let mut child = command.spawn().context("spawn paddock mcp")?;
         let stdin = child.stdin.take().context("stdin")?;
         let stdout = child.stdout.take().context("stdout")?;
+        let captured = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         if let Some(stderr) = child.stderr.take() {
-            // Drain stderr so the child never blocks on a full pipe.
-            std::thread::spawn(move || for _ in BufReader::new(stderr).lines() {});
+            // Drain stderr so the child never blocks on a full pipe, keeping it for checks.
+            let captured = captured.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { return };
+                    if let Ok(mut text) = captured.lock() {
+                        text.push_str(&line);
+                        text.push('\n');
+                    }
+                }
+            });
         }
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -138,6 +149,7 @@ impl McpStdio {
             lines: rx,
             notifications: Vec::new(),
             next_id: 1,
+            stderr: captured,
         };
         let init = client.request(
             "initialize",
@@ -152,6 +164,14 @@ impl McpStdio {
         }
         client.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))?;
         Ok(client)
+    }
+
+    /// What `paddock mcp` wrote to stderr so far (its log).
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .map(|text| text.clone())
+            .unwrap_or_default()
     }
 
     pub fn send(&mut self, message: &Value) -> anyhow::Result<()> {

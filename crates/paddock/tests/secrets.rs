@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use paddock_testkit::{DaemonHarness, RawRequest};
+use paddock_testkit::fixture::FixtureApp;
+use paddock_testkit::{DaemonHarness, McpHttp, McpStdio, RawRequest};
+use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 
@@ -122,4 +124,88 @@ fn the_token_never_leaks_at_trace_level() {
     let mut found = Vec::new();
     files_containing(harness.root(), token.as_bytes(), &token_file, &mut found);
     assert!(found.is_empty(), "token found after stop in {found:?}");
+}
+
+#[test]
+fn typed_text_and_filtered_text_never_reach_a_log_at_trace_level() {
+    let app = FixtureApp::start().unwrap();
+    let harness = DaemonHarness::new(BIN).unwrap();
+    let app_arg = format!("fixture={}", app.url("/"));
+    harness
+        .run([
+            "--log-level",
+            "trace",
+            "daemon",
+            "start",
+            "--web-warm",
+            "1",
+            "--web-app",
+            &app_arg,
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    let typed_over_http = "hunter2-over-http-5150";
+    let typed_over_stdio = "hunter2-over-stdio-8086";
+    let filtered = "4111 1111 1111 1111";
+
+    let http = McpHttp::for_harness(&harness)
+        .unwrap()
+        .with_session("typing");
+    let acquired = http.call("getWeb", json!({ "app": "fixture" })).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    let tapped = http.call("tapOn", json!({ "text": "Sign in" })).unwrap();
+    assert_eq!(tapped["isError"], false, "{tapped}");
+    let typed = http
+        .call(
+            "inputText",
+            json!({ "label": "Password", "text": typed_over_http }),
+        )
+        .unwrap();
+    assert_eq!(typed["isError"], false, "{typed}");
+    // A request that fails carries its arguments into no error log either.
+    let refused = http
+        .call(
+            "inputText",
+            json!({ "label": "No such field", "text": typed_over_http }),
+        )
+        .unwrap();
+    assert_eq!(refused["isError"], true, "{refused}");
+    http.call("releaseDevice", json!({})).unwrap();
+
+    let mut stdio = McpStdio::start(&harness, &["--log-level", "trace"]).unwrap();
+    let acquired = stdio.call("getWeb", json!({ "app": "fixture" })).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    stdio.call("tapOn", json!({ "text": "Sign in" })).unwrap();
+    let typed = stdio
+        .call(
+            "inputText",
+            json!({ "label": "Password", "text": typed_over_stdio }),
+        )
+        .unwrap();
+    assert_eq!(typed["isError"], false, "{typed}");
+    let stdio_log = stdio.stderr();
+    stdio.close().unwrap();
+
+    let redact = harness
+        .run_with_stdin(
+            ["--log-level", "trace", "pii", "redact", "--bot", "helper"],
+            format!("card {filtered}").as_bytes(),
+        )
+        .unwrap()
+        .success()
+        .unwrap();
+    assert!(!redact.stdout().contains(filtered), "{redact}");
+
+    harness.run(["daemon", "stop"]).unwrap().success().unwrap();
+    let log = std::fs::read_to_string(harness.paths().state_dir.join("logs/daemon.log")).unwrap();
+    assert!(log.contains("TRACE"), "the log really is at trace level");
+    for secret in [typed_over_http, typed_over_stdio, filtered] {
+        assert!(!log.contains(secret), "`{secret}` in the daemon log");
+        assert!(
+            !stdio_log.contains(secret),
+            "`{secret}` in paddock mcp's log"
+        );
+        assert!(!redact.stderr().contains(secret), "`{secret}` in pii's log");
+    }
 }
