@@ -629,3 +629,19 @@ fn every_file_the_daemon_creates_is_private() {
         .unwrap();
     assert!(read.contains("ready"));
 }
+
+#[test]
+fn a_token_file_override_in_a_shared_directory_is_refused() {
+    let (mut harness, shared) = victim_with_shared_dir();
+    // `/tmp`-like: anybody could plant or replace the token file there.
+    let token = shared.join("paddock.token");
+    harness.set_env("PADDOCK_DAEMON_TOKEN_FILE_PATH", &token);
+    let start = harness.run(["daemon", "start"]).unwrap();
+    assert_eq!(start.code(), Some(1), "{start}");
+    assert!(
+        start.stderr().contains(&shared.display().to_string())
+            && start.stderr().contains("mode 1777"),
+        "{start}"
+    );
+    assert!(!token.exists());
+}
