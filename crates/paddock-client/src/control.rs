@@ -218,7 +218,7 @@ pub enum ControlClientError {
         source: std::io::Error,
     },
     #[error("refusing the control socket's directory")]
-    UnsafeDirectory(#[source] crate::private::PrivateDirError),
+    UnsafeDirectory(#[source] paddock_secrets::private::PrivateDirError),
     #[error(
         "control socket `{path}` belongs to uid {owner}, not to you; refusing to talk to it (another user may be impersonating the daemon)"
     )]
@@ -265,7 +265,7 @@ pub async fn connect_socket(path: &Path) -> Result<UnixStream, ControlClientErro
         source,
     };
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        match crate::private::check_private_dir(dir) {
+        match paddock_secrets::private::check_private_dir(dir) {
             Ok(()) => {}
             Err(error) if error.is_missing() => {
                 return Err(not_running(std::io::Error::from(

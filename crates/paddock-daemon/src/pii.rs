@@ -7,7 +7,7 @@
 //! here logs a text, a plugin source or a result.
 
 use std::io::{self, Read as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use paddock_client::control::{
@@ -309,22 +309,13 @@ fn read_machine_id(path: &Path) -> io::Result<String> {
     }
 }
 
-/// Writes `content` to `path` unless the file exists: a private temporary file hard-linked
-/// into place, so no reader ever sees a partial id and an existing id is never replaced.
+/// Writes `content` to `path` unless the file exists (complete or not at all, and an existing
+/// id is never replaced).
 fn publish_once(path: &Path, content: &str) -> io::Result<()> {
-    let parent = path
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    crate::files::create_private_dir(&parent)?;
-    let temp = parent.join(format!(".{MACHINE_ID_FILE}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    crate::files::publish_private(&temp, format!("{content}\n").as_bytes())?;
-    let linked = match std::fs::hard_link(&temp, path) {
+    match paddock_secrets::file::write_private_new(path, format!("{content}\n").as_bytes()) {
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         other => other,
-    };
-    let _ = std::fs::remove_file(&temp);
-    linked
+    }
 }
 
 #[cfg(test)]

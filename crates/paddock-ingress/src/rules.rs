@@ -2,8 +2,8 @@
 //! and fuzzed.
 
 use http::HeaderValue;
-use paddock_client::SecretString;
 use paddock_client::endpoint::{parse_port, split_host_port};
+use paddock_secrets::SecretString;
 
 /// Outcome of the Authorization check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
