@@ -157,7 +157,7 @@ impl WebDevice {
             ..ChildSpec::default()
         };
         let (lines_tx, mut lines) = mpsc::unbounded_channel();
-        let child = ManagedChild::spawn(&spec, Some(lines_tx)).map_err(|error| {
+        let child = ManagedChild::spawn(spec, Some(lines_tx)).map_err(|error| {
             if error.is_not_found() {
                 DeviceError::Unavailable(format!(
                     "Chromium was not found at `{}`; install it (apt-get install chromium) or set `--chromium`",
