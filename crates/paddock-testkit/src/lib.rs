@@ -8,6 +8,7 @@ pub mod fixture;
 pub mod http;
 pub mod mcp;
 pub mod model;
+pub mod procfs;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
