@@ -211,7 +211,7 @@ async fn run_child(
         env,
         ..ChildSpec::default()
     };
-    let child = match ManagedChild::spawn_foreground(&spec) {
+    let child = match ManagedChild::spawn_foreground(spec) {
         Ok(child) => child,
         Err(error) => {
             eprintln!("error: {error}");
