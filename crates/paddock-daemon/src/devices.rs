@@ -29,10 +29,13 @@ impl Subsystem for PoolSubsystem {
 
     fn rehydrate_sessions(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
-            match self.0.rehydrate() {
-                Ok(0) => {}
-                Ok(ended) => info!(ended, "ended the device sessions of the previous daemon"),
-                Err(error) => warn!(%error, "could not end the previous daemon's sessions"),
+            // The store waits on disk: not on an async worker.
+            let pool = self.0.clone();
+            match tokio::task::spawn_blocking(move || pool.rehydrate()).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(ended)) => info!(ended, "ended the device sessions of the previous daemon"),
+                Ok(Err(error)) => warn!(%error, "could not end the previous daemon's sessions"),
+                Err(_) => warn!("ending the previous daemon's sessions failed unexpectedly"),
             }
             Ok(())
         })
