@@ -5,6 +5,7 @@
 pub mod acp;
 pub mod claude;
 pub mod codex;
+pub mod http_bridge;
 pub mod opencode;
 pub mod pi;
 
