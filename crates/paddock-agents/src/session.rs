@@ -167,7 +167,8 @@ pub(crate) async fn open(
             request.launch.working_directory.clone(),
         ));
     }
-    let model_api = adapter.model_api();
+    let descriptor = adapter.descriptor();
+    let model_api = descriptor.model_api;
     let credentials = match (&host.credentials, model_api) {
         (None, Some(_)) => {
             return Err(OpenError::NoCredentialBroker {
@@ -253,7 +254,7 @@ pub(crate) async fn open(
     let actor = Actor {
         credentials: credentials.map(|credentials| (credentials, request.launch.launch_id.clone())),
         backend: request.backend,
-        mid_turn: adapter.capabilities().mid_turn_delivery,
+        mid_turn: descriptor.capabilities.mid_turn_delivery,
         protocol,
         bridge,
         lane,
@@ -273,7 +274,7 @@ pub(crate) async fn open(
     tokio::spawn(actor.run(requests_rx, lane_rx, bridge_rx));
     Ok(Session {
         backend: request.backend,
-        capabilities: adapter.capabilities(),
+        capabilities: descriptor.capabilities,
         requests: requests_tx,
         events: Mutex::new(Some(events_rx)),
         closed: closed_rx,

@@ -17,25 +17,21 @@
 //! Completions) configured in a launch-private config file whose base URL is the credential
 //! proxy and whose key is read from `OPENAI_API_KEY` (the voucher) by reference.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::http_bridge::{self, HttpBridge, request};
-use super::{Adapter, BoxFuture, Bridge, Decoded, LaunchPlan, Prepared, Protocol};
+use super::{
+    Adapter, AdapterDescriptor, Bridge, Decoded, LaunchPlan, Prepared, Protocol, SupportedVersions,
+};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenError, OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
+    OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
-use crate::host::{HostConfig, LaunchDir};
-
-const CAPABILITIES: Capabilities = Capabilities {
-    lifetime: Lifetime::Session,
-    transport: Transport::Service,
-    mid_turn_delivery: MidTurnDelivery::Steer,
-};
+use crate::host::LaunchDir;
 
 /// The provider name Paddock configures in OpenCode's launch-private config.
 const PROVIDER: &str = "paddock";
@@ -47,94 +43,34 @@ const USERNAME: &str = "opencode";
 const PASSWORD: &str = "opencode_server_password";
 /// The server's event stream (SSE).
 const EVENTS_PATH: &str = "/event";
-/// The major version whose server API this adapter speaks.
-const SUPPORTED_MAJOR: u64 = 1;
-const SUPPORTED: &str = "the OpenCode v1 server API (opencode 1.x)";
 /// Tool output kept in `tool_call_finished`.
 const MAX_OUTPUT: usize = 4000;
 
-#[derive(Debug)]
-pub struct OpenCode {
-    program: Option<PathBuf>,
-}
+#[derive(Debug, Default)]
+pub struct OpenCode;
 
-impl OpenCode {
-    pub fn new(host: &HostConfig) -> Self {
-        Self {
-            program: host.find_program("opencode", "opencode"),
-        }
-    }
-}
-
-/// The major version of `version` (`1.18.33` → 1).
-fn major(version: &str) -> Option<u64> {
-    version
-        .trim()
-        .trim_start_matches('v')
-        .split('.')
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Why `version` cannot be driven, if it cannot.
-fn unsupported(version: &str) -> Option<String> {
-    (major(version) != Some(SUPPORTED_MAJOR))
-        .then(|| format!("opencode `{version}` is not supported: this release drives {SUPPORTED}"))
-}
+const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
+    backend: BackendId::OpenCode,
+    capabilities: Capabilities {
+        lifetime: Lifetime::Session,
+        transport: Transport::Service,
+        mid_turn_delivery: MidTurnDelivery::Steer,
+    },
+    model_api: Some(ModelApi::OpenAiChat),
+    asks_permission: true,
+    program: Cow::Borrowed("opencode"),
+    version_args: &["--version"],
+    install_hint: Cow::Borrowed("`opencode` is not on PATH (npm install -g opencode-ai)"),
+    // Only the v1 server API is spoken: another major version is refused before launch.
+    supported: Some(SupportedVersions {
+        major: 1,
+        description: "the OpenCode v1 server API (opencode 1.x)",
+    }),
+};
 
 impl Adapter for OpenCode {
-    fn backend(&self) -> BackendId {
-        BackendId::OpenCode
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        self.program.clone()
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(async move {
-            let mut probe = super::probe_version(
-                BackendId::OpenCode,
-                self.program.clone(),
-                CAPABILITIES,
-                "`opencode` is not on PATH (npm install -g opencode-ai)",
-            )
-            .await;
-            if let Some(problem) = probe.version.as_deref().and_then(unsupported) {
-                probe.problem = Some(problem);
-            }
-            probe
-        })
-    }
-
-    fn preflight(&self, program: &Path) -> BoxFuture<'_, Result<(), OpenError>> {
-        let program = program.to_path_buf();
-        Box::pin(async move {
-            let probe =
-                super::probe_version(BackendId::OpenCode, Some(program.clone()), CAPABILITIES, "")
-                    .await;
-            let Some(version) = probe.version else {
-                return Err(OpenError::Spawn {
-                    program: program.display().to_string(),
-                    message: probe
-                        .problem
-                        .unwrap_or_else(|| "`--version` printed no version".into()),
-                });
-            };
-            match major(&version) {
-                Some(SUPPORTED_MAJOR) => Ok(()),
-                _ => Err(OpenError::UnsupportedVersion {
-                    backend: BackendId::OpenCode,
-                    version,
-                    supported: SUPPORTED.into(),
-                }),
-            }
-        })
+    fn descriptor(&self) -> &AdapterDescriptor {
+        &DESCRIPTOR
     }
 
     fn launch(&self, _request: &OpenRequest) -> LaunchPlan {
@@ -202,10 +138,6 @@ impl Adapter for OpenCode {
             env,
             private: vec![(PASSWORD.to_owned(), password)],
         })
-    }
-
-    fn model_api(&self) -> Option<ModelApi> {
-        Some(ModelApi::OpenAiChat)
     }
 
     fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
@@ -979,20 +911,11 @@ mod tests {
     }
 
     #[test]
-    fn versions_select_the_v1_adapter() {
-        assert_eq!(major("1.18.33"), Some(1));
-        assert!(unsupported("1.18.33").is_none());
-        assert!(unsupported("2.0.0").unwrap().contains("2.0.0"));
-        assert!(unsupported("0.15.2").is_some());
-        assert!(unsupported("dev").is_some());
-    }
-
-    #[test]
     fn the_config_references_the_key_and_follows_the_mode() {
         let request = OpenRequest {
             backend: BackendId::OpenCode,
             launch: crate::contract::Launch {
-                working_directory: PathBuf::from("/"),
+                working_directory: std::path::PathBuf::from("/"),
                 instructions: None,
                 launch_id: "l".into(),
             },

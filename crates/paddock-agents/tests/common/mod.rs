@@ -78,8 +78,7 @@ pub struct ScriptedHost {
 }
 
 /// Builds the adapter a [`ScriptedHost`] opens sessions with.
-pub type AdapterFactory =
-    Arc<dyn Fn(&HostConfig) -> Arc<dyn paddock_agents::adapters::Adapter> + Send + Sync>;
+pub type AdapterFactory = Arc<dyn Fn() -> Arc<dyn paddock_agents::adapters::Adapter> + Send + Sync>;
 
 impl ScriptedHost {
     pub fn new(backend: BackendId, api: ModelApi, program: PathBuf) -> Self {
@@ -290,7 +289,7 @@ impl ConformanceHost for ScriptedHost {
         self.models.lock().expect("models").push(model);
         let sdk = self.sdk(credentials);
         Ok(match &self.adapter {
-            Some(adapter) => sdk.open_with(adapter(sdk.host()), self.request()).await?,
+            Some(adapter) => sdk.open_with(adapter(), self.request()).await?,
             None => sdk.open(self.request()).await?,
         })
     }
