@@ -146,12 +146,8 @@ fn descendants(pid: u32) -> Vec<u32> {
     let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|child| {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-            let (_, rest) = stat.rsplit_once(')')?;
-            let parent = rest.split_whitespace().nth(1)?.parse().ok()?;
-            Some((child, parent))
-        })
+        .filter(|&child| paddock_process::is_running(child))
+        .filter_map(|child| Some((child, paddock_process::parent_pid(child)?)))
         .collect();
     let mut found = vec![pid];
     let mut index = 0;
@@ -186,7 +182,9 @@ async fn the_agents_children_stay_inside_the_launch(crash: bool) {
     })
     .await
     .unwrap();
-    common::until(|| host.asked()).await;
+    common::until("claude-code-acp to ask the model", || host.asked())
+        .await
+        .unwrap();
     let pid = session.snapshot().await.pid.unwrap();
     let children = descendants(pid);
     let launches = host.root.path().join("launches");
@@ -221,7 +219,9 @@ async fn the_agents_children_stay_inside_the_launch(crash: bool) {
     let facts = if crash {
         let leader = rustix::process::Pid::from_raw(pid as i32).unwrap();
         rustix::process::kill_process(leader, rustix::process::Signal::KILL).unwrap();
-        session.closed().await
+        common::within("the session to close after SIGKILL", session.closed())
+            .await
+            .unwrap()
     } else {
         session
             .stop(StopRequest {

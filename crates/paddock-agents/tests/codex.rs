@@ -128,20 +128,32 @@ async fn the_launch_config_passes_strict_validation() {
             ("OPENAI_API_KEY".into(), "vch_not_a_real_voucher".into()),
         ];
         let prepared = adapter.prepare(&request, &dir, &secrets).unwrap();
-        let output = tokio::process::Command::new(npm_bin("codex"))
-            .args(["app-server", "--strict-config", "--print-startup-config"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &dir.home)
-            .envs(prepared.env.iter().map(|(name, value)| (name, value)))
-            .output()
+        let mut env = vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("HOME".into(), dir.home.clone().into_os_string()),
+        ];
+        env.extend(
+            prepared
+                .env
+                .iter()
+                .map(|(name, value)| (name.into(), value.into())),
+        );
+        let spec = paddock_process::ChildSpec {
+            program: npm_bin("codex"),
+            args: ["app-server", "--strict-config", "--print-startup-config"]
+                .map(Into::into)
+                .to_vec(),
+            env,
+            ..Default::default()
+        };
+        let output = paddock_process::output(&spec, common::DEADLINE)
             .await
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
             output.status.success() && stdout.contains("\"appServerVersion\":\"0.171.0\""),
             "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
+            output.stderr
         );
     }
     assert!(dir.remove());
