@@ -298,7 +298,8 @@ fn signal_group(pid: u32, signal: rustix::process::Signal) {
 mod tests {
     use super::*;
 
-    fn sh(script: &str) -> ChildSpec {
+    /// `/bin/sh -c script` with a minimal PATH (shared with the other modules' tests).
+    pub(crate) fn sh(script: &str) -> ChildSpec {
         ChildSpec {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],

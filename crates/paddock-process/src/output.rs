@@ -92,15 +92,7 @@ async fn read_bounded(stdout: Option<ChildStdout>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sh(script: &str) -> ChildSpec {
-        ChildSpec {
-            program: "/bin/sh".into(),
-            args: vec!["-c".into(), script.into()],
-            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-            ..ChildSpec::default()
-        }
-    }
+    use crate::tests::sh;
 
     #[tokio::test]
     async fn collects_stdout_stderr_and_the_status() {
