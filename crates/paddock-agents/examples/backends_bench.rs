@@ -166,11 +166,8 @@ async fn one_session(runtime: &Runtime, program: &PathBuf, run: usize) -> anyhow
     };
     let opened = Instant::now();
     let session: Session = if runtime.acp {
-        let adapter = adapters::acp::AcpAdapter::new(
-            adapters::acp::AcpProfile::claude_code_acp(),
-            sdk.host(),
-        )
-        .with_program(program);
+        // The host found above registers the program under the profile's backend name.
+        let adapter = adapters::acp::AcpAdapter::new(adapters::acp::AcpProfile::claude_code_acp());
         sdk.open_with(Arc::new(adapter), request).await?
     } else {
         sdk.open(request).await?

@@ -1,4 +1,5 @@
-//! Paddock's agent driver: coding-agent CLIs (Claude Code today) behind one session contract.
+//! Paddock's agent driver: coding-agent CLIs (Claude Code, Codex, OpenCode, Pi, ACP agents)
+//! behind one session contract.
 //!
 //! A host opens a session with [`AgentDriverSdk::open`] and then works only with [`Session`]:
 //! `start` admits the first command, `send` accepts, queues or rejects later ones with a typed
@@ -23,7 +24,6 @@ pub use credentials::{BrokerCredentials, LaunchCredentials, LaunchSecrets, Model
 pub use host::{HostConfig, LaunchDir};
 pub use session::Session;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use adapters::Adapter;
@@ -43,39 +43,48 @@ impl AgentDriverSdk {
 
     /// Whether `backend` is installed, its version and its capabilities.
     pub async fn probe(&self, backend: BackendId) -> Probe {
-        let adapter = adapters::adapter(backend, &self.host);
-        adapter.probe().await
+        self.probe_with(adapters::adapter(backend).as_ref()).await
+    }
+
+    /// [`Self::probe`] for the host's own `adapter` (an ACP profile, say).
+    pub async fn probe_with(&self, adapter: &dyn Adapter) -> Probe {
+        let descriptor = adapter.descriptor();
+        let program = descriptor.find_program(&self.host).await;
+        descriptor.probe(&self.host, program).await
     }
 
     /// The model API `backend` calls through the credential proxy, if any.
     pub fn model_api(&self, backend: BackendId) -> Option<ModelApi> {
-        adapters::adapter(backend, &self.host).model_api()
+        adapters::adapter(backend).descriptor().model_api
     }
 
     /// Launches `backend` for one logical session.
     pub async fn open(&self, request: OpenRequest) -> Result<Session, OpenError> {
-        let adapter: Arc<dyn Adapter> = adapters::adapter(request.backend, &self.host).into();
-        let program: PathBuf = adapter.program().ok_or(OpenError::NotInstalled {
-            backend: request.backend,
-        })?;
-        adapter.preflight(&program).await?;
-        session::open(self.host.clone(), adapter, program, request).await
+        let adapter: Arc<dyn Adapter> = adapters::adapter(request.backend).into();
+        self.open_with(adapter, request).await
     }
 
     /// Launches a runtime through the host's own `adapter` for one logical session: any
     /// agent that speaks ACP ([`adapters::acp::AcpAdapter`] with an
     /// [`adapters::acp::AcpProfile`]), or an adapter the host wrote. The session reports the
-    /// adapter's backend id; `request.backend` is set to it. Credentials, the launch
-    /// directory, environment layers and cleanup are the same as for [`Self::open`].
+    /// adapter's backend id; `request.backend` is set to it. The program is found, and its
+    /// version checked against the descriptor's supported versions, before anything is
+    /// minted or written. Credentials, the launch directory, environment layers and cleanup
+    /// are the same as for [`Self::open`].
     pub async fn open_with(
         &self,
         adapter: Arc<dyn Adapter>,
         mut request: OpenRequest,
     ) -> Result<Session, OpenError> {
-        request.backend = adapter.backend();
-        let program: PathBuf = adapter.program().ok_or(OpenError::NotInstalled {
-            backend: request.backend,
-        })?;
+        let descriptor = adapter.descriptor();
+        request.backend = descriptor.backend;
+        let program = descriptor
+            .find_program(&self.host)
+            .await
+            .ok_or(OpenError::NotInstalled {
+                backend: request.backend,
+            })?;
+        descriptor.check_version(&self.host, &program).await?;
         session::open(self.host.clone(), adapter, program, request).await
     }
 

@@ -12,8 +12,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
-use crate::adapters::{Adapter, Decoded, Protocol};
+use crate::adapters::{Adapter, Decoded, Prepared, Protocol};
 use crate::contract::*;
+use crate::credentials::LaunchCredentials;
 use crate::host::{HostConfig, LaunchDir, compose_env};
 use crate::lane::{LaneOutput, ProcessLane};
 
@@ -155,33 +156,28 @@ fn lost_facts() -> ClosedFacts {
     }
 }
 
-/// Launches the runtime and returns the session handle.
-pub(crate) async fn open(
-    host: Arc<HostConfig>,
-    adapter: Arc<dyn Adapter>,
-    program: PathBuf,
-    request: OpenRequest,
-) -> Result<Session, OpenError> {
-    if !request.launch.working_directory.is_dir() {
-        return Err(OpenError::WorkingDirectory(
-            request.launch.working_directory.clone(),
-        ));
-    }
-    let model_api = adapter.model_api();
-    let credentials = match (&host.credentials, model_api) {
-        (None, Some(_)) => {
-            return Err(OpenError::NoCredentialBroker {
-                backend: request.backend,
-            });
-        }
-        (_, None) => None,
-        (Some(credentials), Some(_)) => Some(credentials.clone()),
-    };
-    let dir = LaunchDir::create(&host, &request.launch.launch_id)
+/// What the blocking part of [`open`] made for one launch.
+struct LaunchFiles {
+    dir: LaunchDir,
+    secrets: crate::credentials::LaunchSecrets,
+    prepared: Prepared,
+}
+
+/// Creates the launch directory, mints the credentials and lets the adapter write its files.
+/// It reads and writes the file system, so it runs on the blocking pool. On failure nothing
+/// is left: the directory is removed and the credentials released.
+fn prepare_launch(
+    host: &HostConfig,
+    adapter: &dyn Adapter,
+    request: &OpenRequest,
+    credentials: Option<&Arc<dyn LaunchCredentials>>,
+) -> Result<LaunchFiles, OpenError> {
+    let launch_id = &request.launch.launch_id;
+    let dir = LaunchDir::create(host, launch_id)
         .map_err(|error| OpenError::LaunchDir(error.to_string()))?;
-    let secrets = match (&credentials, model_api) {
+    let secrets = match (credentials, adapter.descriptor().model_api) {
         (Some(credentials), Some(api)) => {
-            match credentials.prepare(request.backend, api, &request.launch.launch_id, &dir.root) {
+            match credentials.prepare(request.backend, api, launch_id, &dir.root) {
                 Ok(secrets) => secrets,
                 Err(message) => {
                     dir.remove();
@@ -191,19 +187,89 @@ pub(crate) async fn open(
         }
         _ => crate::credentials::LaunchSecrets::default(),
     };
-    let mut plan = adapter.launch(&request);
-    let prepared = match adapter.prepare(&request, &dir, &secrets.env) {
-        Ok(prepared) => prepared,
+    match adapter.prepare(request, &dir, &secrets.env) {
+        Ok(prepared) => Ok(LaunchFiles {
+            dir,
+            secrets,
+            prepared,
+        }),
         Err(error) => {
-            dir.remove();
-            if let Some(credentials) = &credentials {
-                credentials.release(&request.launch.launch_id);
-            }
-            return Err(OpenError::LaunchDir(format!(
+            discard_launch(&dir, credentials, launch_id);
+            Err(OpenError::LaunchDir(format!(
                 "could not prepare the launch: {error}"
-            )));
+            )))
         }
+    }
+}
+
+/// Releases the launch's credentials and removes its directory; true when the directory is
+/// gone. Blocking: call it on the blocking pool.
+fn discard_launch(
+    dir: &LaunchDir,
+    credentials: Option<&Arc<dyn LaunchCredentials>>,
+    launch_id: &str,
+) -> bool {
+    if let Some(credentials) = credentials {
+        credentials.release(launch_id);
+    }
+    dir.remove()
+}
+
+/// [`discard_launch`] on the blocking pool.
+async fn discard_launch_off_thread(
+    dir: LaunchDir,
+    credentials: Option<Arc<dyn LaunchCredentials>>,
+    launch_id: String,
+) -> bool {
+    tokio::task::spawn_blocking(move || discard_launch(&dir, credentials.as_ref(), &launch_id))
+        .await
+        .unwrap_or(false)
+}
+
+/// Launches the runtime and returns the session handle.
+pub(crate) async fn open(
+    host: Arc<HostConfig>,
+    adapter: Arc<dyn Adapter>,
+    program: PathBuf,
+    request: OpenRequest,
+) -> Result<Session, OpenError> {
+    let working_directory = &request.launch.working_directory;
+    if !tokio::fs::metadata(working_directory)
+        .await
+        .is_ok_and(|metadata| metadata.is_dir())
+    {
+        return Err(OpenError::WorkingDirectory(working_directory.clone()));
+    }
+    let descriptor = adapter.descriptor();
+    let credentials = match (&host.credentials, descriptor.model_api) {
+        (None, Some(_)) => {
+            return Err(OpenError::NoCredentialBroker {
+                backend: request.backend,
+            });
+        }
+        (_, None) => None,
+        (Some(credentials), Some(_)) => Some(credentials.clone()),
     };
+    let LaunchFiles {
+        dir,
+        secrets,
+        prepared,
+    } = {
+        let (host, adapter, request, credentials) = (
+            host.clone(),
+            adapter.clone(),
+            request.clone(),
+            credentials.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            prepare_launch(&host, adapter.as_ref(), &request, credentials.as_ref())
+        })
+        .await
+        .map_err(|error| {
+            OpenError::LaunchDir(format!("the launch preparation did not finish: {error}"))
+        })??
+    };
+    let mut plan = adapter.launch(&request);
     plan.env.extend(prepared.env.iter().cloned());
     let spec = ChildSpec {
         program: program.clone(),
@@ -218,10 +284,7 @@ pub(crate) async fn open(
     let mut lane = match ProcessLane::spawn(spec, lane_tx) {
         Ok(lane) => lane,
         Err(error) => {
-            dir.remove();
-            if let Some(credentials) = &credentials {
-                credentials.release(&request.launch.launch_id);
-            }
+            discard_launch_off_thread(dir, credentials, request.launch.launch_id.clone()).await;
             return Err(OpenError::Spawn {
                 program: program.display().to_string(),
                 message: error.to_string(),
@@ -252,9 +315,10 @@ pub(crate) async fn open(
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed_rx) = watch::channel(None);
     let actor = Actor {
-        credentials: credentials.map(|credentials| (credentials, request.launch.launch_id.clone())),
+        credentials,
+        launch_id: request.launch.launch_id.clone(),
         backend: request.backend,
-        mid_turn: adapter.capabilities().mid_turn_delivery,
+        mid_turn: descriptor.capabilities.mid_turn_delivery,
         protocol,
         bridge,
         lane,
@@ -274,7 +338,7 @@ pub(crate) async fn open(
     tokio::spawn(actor.run(requests_rx, lane_rx, bridge_rx));
     Ok(Session {
         backend: request.backend,
-        capabilities: adapter.capabilities(),
+        capabilities: descriptor.capabilities,
         requests: requests_tx,
         events: Mutex::new(Some(events_rx)),
         closed: closed_rx,
@@ -282,8 +346,9 @@ pub(crate) async fn open(
 }
 
 struct Actor {
-    /// The broker and launch id whose vouchers are revoked at close.
-    credentials: Option<(Arc<dyn crate::credentials::LaunchCredentials>, String)>,
+    /// The broker whose vouchers for `launch_id` are revoked at close.
+    credentials: Option<Arc<dyn LaunchCredentials>>,
+    launch_id: String,
     backend: BackendId,
     mid_turn: MidTurnDelivery,
     protocol: Box<dyn Protocol>,
@@ -390,10 +455,12 @@ impl Actor {
             failed.push(command.id);
         }
         let processes_reaped = wait_group_gone(self.lane.pid(), Duration::from_secs(3)).await;
-        if let Some((credentials, launch)) = &self.credentials {
-            credentials.release(launch);
-        }
-        let launch_dir_removed = self.dir.remove();
+        let launch_dir_removed = discard_launch_off_thread(
+            self.dir.clone(),
+            self.credentials.clone(),
+            self.launch_id.clone(),
+        )
+        .await;
         self.state = SessionState::Closed;
         // Closed settles once, after the last event; then the event stream ends.
         let _ = self.closed.send(Some(ClosedFacts {

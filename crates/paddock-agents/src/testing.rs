@@ -53,6 +53,13 @@ pub async fn wait_for(
     }
 }
 
+/// Awaits `future` for at most the suite's deadline; the error names `what` was awaited.
+async fn within<T>(what: &str, future: impl Future<Output = T>) -> anyhow::Result<T> {
+    tokio::time::timeout(WAIT, future)
+        .await
+        .map_err(|_| anyhow::anyhow!("timed out after {WAIT:?} waiting for {what}"))
+}
+
 fn turn_completed(id: &str) -> impl FnMut(&AgentEvent) -> bool + '_ {
     move |event| matches!(event, AgentEvent::TurnCompleted { command_id, .. } if command_id == id)
 }
@@ -301,7 +308,7 @@ pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
     let pid =
         rustix::process::Pid::from_raw(pid as i32).ok_or_else(|| anyhow::anyhow!("bad pid"))?;
     rustix::process::kill_process(pid, rustix::process::Signal::KILL)?;
-    let facts = session.closed().await;
+    let facts = within("the session to close after SIGKILL", session.closed()).await?;
     anyhow::ensure!(facts.reason == CloseReason::Crashed, "{facts:?}");
     anyhow::ensure!(
         facts.failed_commands == vec!["c1".to_owned(), "c2".to_owned()],
@@ -311,9 +318,13 @@ pub async fn crash(host: &impl ConformanceHost) -> anyhow::Result<()> {
         facts.processes_reaped && facts.launch_dir_removed,
         "{facts:?}"
     );
-    while let Some(event) = events.recv().await {
-        seen.push(event);
-    }
+    // The event stream ends after closed.
+    within("the event stream to end", async {
+        while let Some(event) = events.recv().await {
+            seen.push(event);
+        }
+    })
+    .await?;
     let failed: Vec<&str> = seen
         .iter()
         .filter_map(|e| match e {

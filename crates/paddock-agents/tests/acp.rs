@@ -30,8 +30,8 @@ fn acp_host() -> ScriptedHost {
     host.shell_tool = "Bash";
     host.shell_input =
         |command| json!({ "command": command, "description": "Run a conformance command" });
-    host.adapter = Some(Arc::new(|config: &HostConfig| {
-        Arc::new(AcpAdapter::new(claude_code_acp_profile(), config)) as Arc<dyn Adapter>
+    host.adapter = Some(Arc::new(|| {
+        Arc::new(AcpAdapter::new(claude_code_acp_profile())) as Arc<dyn Adapter>
     }));
     host
 }
@@ -146,12 +146,8 @@ fn descendants(pid: u32) -> Vec<u32> {
     let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|child| {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-            let (_, rest) = stat.rsplit_once(')')?;
-            let parent = rest.split_whitespace().nth(1)?.parse().ok()?;
-            Some((child, parent))
-        })
+        .filter(|&child| paddock_process::is_running(child))
+        .filter_map(|child| Some((child, paddock_process::parent_pid(child)?)))
         .collect();
     let mut found = vec![pid];
     let mut index = 0;
@@ -186,7 +182,9 @@ async fn the_agents_children_stay_inside_the_launch(crash: bool) {
     })
     .await
     .unwrap();
-    common::until(|| host.asked()).await;
+    common::until("claude-code-acp to ask the model", || host.asked())
+        .await
+        .unwrap();
     let pid = session.snapshot().await.pid.unwrap();
     let children = descendants(pid);
     let launches = host.root.path().join("launches");
@@ -221,7 +219,9 @@ async fn the_agents_children_stay_inside_the_launch(crash: bool) {
     let facts = if crash {
         let leader = rustix::process::Pid::from_raw(pid as i32).unwrap();
         rustix::process::kill_process(leader, rustix::process::Signal::KILL).unwrap();
-        session.closed().await
+        common::within("the session to close after SIGKILL", session.closed())
+            .await
+            .unwrap()
     } else {
         session
             .stop(StopRequest {
@@ -281,17 +281,19 @@ fn cursor_request() -> OpenRequest {
     }
 }
 
-#[test]
-fn the_cursor_backend_launches_cursor_agent_acp() {
+#[tokio::test]
+async fn the_cursor_backend_launches_cursor_agent_acp() {
     let root = tempfile::tempdir().unwrap();
     let fake = root.path().join("cursor-agent");
     std::fs::write(&fake, "").unwrap();
-    let host = HostConfig::new(root.path()).with_program("cursor", &fake);
-    let adapter = adapters::adapter(BackendId::Cursor, &host);
-    assert_eq!(adapter.backend(), BackendId::Cursor);
-    assert_eq!(adapter.program(), Some(fake));
+    let sdk = AgentDriverSdk::new(HostConfig::new(root.path()).with_program("cursor", &fake));
+    let adapter = adapters::adapter(BackendId::Cursor);
+    let descriptor = adapter.descriptor();
+    assert_eq!(descriptor.backend, BackendId::Cursor);
+    assert_eq!(descriptor.program, "cursor-agent");
+    assert_eq!(sdk.probe(BackendId::Cursor).await.program, Some(fake));
     assert_eq!(
-        adapter.capabilities(),
+        descriptor.capabilities,
         Capabilities {
             lifetime: Lifetime::Session,
             transport: Transport::Process,
@@ -299,7 +301,8 @@ fn the_cursor_backend_launches_cursor_agent_acp() {
         }
     );
     // Cursor calls Cursor's service: no voucher, and no key in argv.
-    assert_eq!(adapter.model_api(), None);
+    assert_eq!(descriptor.model_api, None);
+    assert_eq!(sdk.model_api(BackendId::Cursor), None);
     let plan = adapter.launch(&cursor_request());
     assert_eq!(plan.args, vec![std::ffi::OsString::from("acp")]);
     let mut named = cursor_request();
@@ -315,9 +318,7 @@ fn the_cursor_backend_launches_cursor_agent_acp() {
 /// ACP schema): it advertises `cursor_login`, so the lane authenticates before session/new.
 #[test]
 fn cursor_authenticates_with_cursor_login_before_session_new() {
-    let root = tempfile::tempdir().unwrap();
-    let host = HostConfig::new(root.path());
-    let adapter = AcpAdapter::new(AcpProfile::cursor(), &host);
+    let adapter = AcpAdapter::new(AcpProfile::cursor());
     let mut protocol = adapter.protocol(&cursor_request(), &Default::default());
     let init = parse(&protocol.startup()[0]);
     assert_eq!(init["method"], "initialize");
@@ -660,11 +661,9 @@ fn an_interrupt_before_the_session_exists_ends_the_turn_without_prompting() {
 /// new output, and the requested mode is set before the first prompt.
 #[test]
 fn resuming_loads_the_session_and_sets_the_mode_first() {
-    let root = tempfile::tempdir().unwrap();
-    let host = HostConfig::new(root.path());
     let mut profile = AcpProfile::new(BackendId::Cursor, "cursor-agent", &["acp"]);
     profile.modes = vec![(Mode::Plan, "plan".into())];
-    let adapter = AcpAdapter::new(profile, &host).resuming("old-session");
+    let adapter = AcpAdapter::new(profile).resuming("old-session");
     let mut request = cursor_request();
     request.config.mode = Mode::Plan;
     let mut protocol = adapter.protocol(&request, &Default::default());

@@ -186,7 +186,9 @@ async fn stop_forces_a_cli_that_ignores_sigint() {
     .await
     .unwrap();
     // Wait until the CLI is up and asking the model, so the signals reach Claude Code itself.
-    until(|| model.asked()).await;
+    until("Claude Code to ask the model", || model.asked())
+        .await
+        .unwrap();
     let pid = session.snapshot().await.pid.unwrap();
     let facts = session
         .stop(StopRequest {

@@ -117,8 +117,8 @@ async fn codex_holds_only_a_voucher_in_a_private_home() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_launch_config_passes_strict_validation() {
     let root = tempfile::tempdir().unwrap();
-    let host = HostConfig::new(root.path()).with_program("codex", npm_bin("codex"));
-    let adapter = adapters::adapter(BackendId::Codex, &host);
+    let host = HostConfig::new(root.path());
+    let adapter = adapters::adapter(BackendId::Codex);
     let dir = LaunchDir::create(&host, "strict").unwrap();
     for model in [Model::Default, Model::Named("scripted-model".into())] {
         let mut request = codex_host().request();
@@ -128,20 +128,32 @@ async fn the_launch_config_passes_strict_validation() {
             ("OPENAI_API_KEY".into(), "vch_not_a_real_voucher".into()),
         ];
         let prepared = adapter.prepare(&request, &dir, &secrets).unwrap();
-        let output = tokio::process::Command::new(adapter.program().unwrap())
-            .args(["app-server", "--strict-config", "--print-startup-config"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &dir.home)
-            .envs(prepared.env.iter().map(|(name, value)| (name, value)))
-            .output()
+        let mut env = vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("HOME".into(), dir.home.clone().into_os_string()),
+        ];
+        env.extend(
+            prepared
+                .env
+                .iter()
+                .map(|(name, value)| (name.into(), value.into())),
+        );
+        let spec = paddock_process::ChildSpec {
+            program: npm_bin("codex"),
+            args: ["app-server", "--strict-config", "--print-startup-config"]
+                .map(Into::into)
+                .to_vec(),
+            env,
+            ..Default::default()
+        };
+        let output = paddock_process::output(&spec, common::DEADLINE)
             .await
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
             output.status.success() && stdout.contains("\"appServerVersion\":\"0.171.0\""),
             "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
+            output.stderr
         );
     }
     assert!(dir.remove());

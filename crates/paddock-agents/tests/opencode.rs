@@ -259,7 +259,10 @@ async fn raw_status(port: u16, credentials: Option<(&str, &str)>) -> u16 {
         .await
         .unwrap();
     let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response).await;
+    // `Connection: close`: the server ends the response by closing.
+    let _ = common::within("the server's answer", stream.read_to_end(&mut response))
+        .await
+        .unwrap();
     let response = String::from_utf8_lossy(&response);
     response
         .split_whitespace()

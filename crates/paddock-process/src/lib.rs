@@ -18,16 +18,33 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
+mod output;
+
+pub use output::{Output, RunError, STDOUT_CAPACITY, output};
+
 /// How many bytes of stderr are kept.
 pub const STDERR_CAPACITY: usize = 64 * 1024;
 
 /// True when `pid` is a zombie: it has exited and only its parent's bookkeeping is left.
 pub fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        // The state follows the command name, which is in parentheses and may contain spaces.
-        stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    })
+    stat_after_name(pid).is_some_and(|rest| rest.trim_start().starts_with('Z'))
+}
+
+/// The parent of `pid`, while `pid` exists (zombies included).
+pub fn parent_pid(pid: u32) -> Option<u32> {
+    // After the name come the state and then the parent's pid.
+    stat_after_name(pid)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// `/proc/<pid>/stat` after the command name, which is in parentheses and may contain spaces
+/// and parentheses of its own (so the last `)` ends it).
+fn stat_after_name(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')').map(|(_, rest)| rest.to_owned())
 }
 
 /// True while `pid` exists and has not exited (a zombie does not count).
@@ -344,7 +361,8 @@ fn signal_group(pid: u32, signal: rustix::process::Signal) {
 mod tests {
     use super::*;
 
-    fn sh(script: &str) -> ChildSpec {
+    /// `/bin/sh -c script` with a minimal PATH (shared with the other modules' tests).
+    pub(crate) fn sh(script: &str) -> ChildSpec {
         ChildSpec {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
@@ -414,6 +432,16 @@ mod tests {
         assert_eq!(pgid, rustix::process::getpgrp().as_raw_nonzero().get());
         assert_eq!(child.stderr_tail(), "");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_child_names_its_parent() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let child = ManagedChild::spawn(&sh("echo ready >&2; exec sleep 600"), Some(tx)).unwrap();
+        assert_eq!(rx.recv().await.as_deref(), Some("ready"));
+        assert_eq!(parent_pid(child.pid()), Some(std::process::id()));
+        assert!(is_running(child.pid()) && !is_zombie(child.pid()));
+        assert_eq!(parent_pid(u32::MAX), None);
     }
 
     #[tokio::test]

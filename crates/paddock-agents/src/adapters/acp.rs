@@ -16,19 +16,20 @@
 //! makes that the lane does not serve (`fs/*`, `terminal/*`, vendor extensions) is answered
 //! with a JSON-RPC error at once, so the agent never waits on us.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{Adapter, BoxFuture, Decoded, LaunchPlan, Prepared, Protocol};
+use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
+    OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
-use crate::host::{HostConfig, LaunchDir};
+use crate::host::LaunchDir;
 
 /// The ACP protocol version this lane speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -50,19 +51,14 @@ pub enum ModelSelection {
 /// How to launch one ACP agent. The lane's protocol is the same for every profile.
 #[derive(Debug, Clone)]
 pub struct AcpProfile {
-    /// The identity the session reports.
-    pub backend: BackendId,
-    /// The executable's name, searched on PATH unless the host registered a path for the
-    /// backend's name.
-    pub program: String,
+    /// The backend, the program, its version query and install hint, and the model API; the
+    /// capabilities are the lane's and the same for every profile.
+    descriptor: AdapterDescriptor,
     /// Arguments that start ACP mode (`["acp"]`).
     pub args: Vec<String>,
     /// The auth method to `authenticate` with when the agent advertises it; `None` never
     /// authenticates (the agent reads its credentials from the environment).
     pub auth_method: Option<String>,
-    /// The model API the agent reaches through Paddock's credential proxy; `None` for an agent
-    /// that calls its vendor's own service (it then gets no voucher).
-    pub model_api: Option<ModelApi>,
     pub model: ModelSelection,
     /// ACP mode ids for the contract's modes (`session/set_mode` after the session exists).
     /// A mode with no entry keeps the agent's default.
@@ -72,30 +68,63 @@ pub struct AcpProfile {
     /// Environment variables that each get a fresh directory inside the launch directory (a
     /// config directory the agent must not share with the user's own).
     pub private_dirs: Vec<String>,
-    /// Whether `program --version` prints the version (for `probe`); an agent that only
-    /// speaks ACP is reported installed when its program exists.
-    pub answers_version: bool,
-    /// What `probe` says when the program is missing.
-    pub install_hint: String,
 }
 
+/// Every ACP agent's capabilities: one process per session, prompts steer the running turn.
+const CAPABILITIES: Capabilities = Capabilities {
+    lifetime: Lifetime::Session,
+    transport: Transport::Process,
+    mid_turn_delivery: MidTurnDelivery::Steer,
+};
+
 impl AcpProfile {
-    /// A profile for `program args…` with no authentication, no model API and no modes.
+    /// A profile for `program args…` reported as `backend`: no authentication, no model API,
+    /// no modes, and no version query (an agent that only speaks ACP is reported installed
+    /// when its program exists).
     pub fn new(backend: BackendId, program: impl Into<String>, args: &[&str]) -> Self {
         let program = program.into();
         Self {
-            backend,
-            install_hint: format!("`{program}` is not on PATH"),
-            program,
+            descriptor: AdapterDescriptor {
+                backend,
+                capabilities: CAPABILITIES,
+                model_api: None,
+                asks_permission: true,
+                install_hint: Cow::Owned(format!("`{program}` is not on PATH")),
+                program: Cow::Owned(program),
+                version_args: &[],
+                supported: None,
+            },
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
             auth_method: None,
-            model_api: None,
             model: ModelSelection::Unsupported,
             modes: Vec::new(),
             env: Vec::new(),
             private_dirs: Vec::new(),
-            answers_version: false,
         }
+    }
+
+    /// The agent reaches `api` through Paddock's credential proxy (it then gets a voucher);
+    /// `None` for an agent that calls its vendor's own service.
+    pub fn with_model_api(mut self, api: Option<ModelApi>) -> Self {
+        self.descriptor.model_api = api;
+        self
+    }
+
+    /// What `probe` says when the program is missing.
+    pub fn with_install_hint(mut self, hint: impl Into<String>) -> Self {
+        self.descriptor.install_hint = Cow::Owned(hint.into());
+        self
+    }
+
+    /// `program <args>` prints the version (for `probe`).
+    pub fn with_version_args(mut self, args: &'static [&'static str]) -> Self {
+        self.descriptor.version_args = args;
+        self
+    }
+
+    /// The descriptor adapters built from this profile report.
+    pub fn descriptor(&self) -> &AdapterDescriptor {
+        &self.descriptor
     }
 
     /// Zed's Claude Code agent (`claude-code-acp`, npm `@zed-industries/claude-code-acp`): no
@@ -104,8 +133,11 @@ impl AcpProfile {
     /// launch directory and its update checks and telemetry off. The session reports
     /// [`BackendId::Claude`].
     pub fn claude_code_acp() -> Self {
-        let mut profile = Self::new(BackendId::Claude, "claude-code-acp", &[]);
-        profile.model_api = Some(ModelApi::AnthropicMessages);
+        let mut profile = Self::new(BackendId::Claude, "claude-code-acp", &[])
+            .with_model_api(Some(ModelApi::AnthropicMessages))
+            .with_install_hint(
+                "`claude-code-acp` is not on PATH (npm install -g @zed-industries/claude-code-acp)",
+            );
         profile.private_dirs = vec!["CLAUDE_CONFIG_DIR".into()];
         profile.env = [
             ("DISABLE_AUTOUPDATER", "1"),
@@ -116,9 +148,6 @@ impl AcpProfile {
         .iter()
         .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
         .collect();
-        profile.install_hint =
-            "`claude-code-acp` is not on PATH (npm install -g @zed-industries/claude-code-acp)"
-                .into();
         profile
     }
 
@@ -131,13 +160,14 @@ impl AcpProfile {
     /// `HOME` the host points it at. The key is never put in argv (`--api-key` exists but
     /// would show in `ps`). Its `cursor_login` method then finds those credentials.
     pub fn cursor() -> Self {
-        let mut profile = Self::new(BackendId::Cursor, "cursor-agent", &["acp"]);
+        let mut profile = Self::new(BackendId::Cursor, "cursor-agent", &["acp"])
+            .with_version_args(&["--version"])
+            .with_install_hint(
+                "`cursor-agent` is not on PATH (install Cursor's CLI: https://cursor.com/cli)",
+            );
         profile.auth_method = Some("cursor_login".into());
         profile.model = ModelSelection::Flag("--model".into());
         profile.modes = vec![(Mode::Plan, "plan".into())];
-        profile.answers_version = true;
-        profile.install_hint =
-            "`cursor-agent` is not on PATH (install Cursor's CLI: https://cursor.com/cli)".into();
         profile
     }
 }
@@ -146,26 +176,17 @@ impl AcpProfile {
 #[derive(Debug, Clone)]
 pub struct AcpAdapter {
     profile: AcpProfile,
-    program: Option<PathBuf>,
     resume: Option<String>,
 }
 
 impl AcpAdapter {
-    /// Finds the profile's program through `host` (its registered path for the backend's
-    /// name, else PATH).
-    pub fn new(profile: AcpProfile, host: &HostConfig) -> Self {
-        let program = host.find_program(profile.backend.as_str(), &profile.program);
+    /// The host finds the profile's program (its registered path for the backend's name, else
+    /// PATH) when it opens or probes the adapter.
+    pub fn new(profile: AcpProfile) -> Self {
         Self {
             profile,
-            program,
             resume: None,
         }
-    }
-
-    /// Uses `program` instead of searching for the profile's.
-    pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
-        self.program = Some(program.into());
-        self
     }
 
     /// Resumes the agent's session `vendor_session_id` with `session/load` (when the agent
@@ -180,47 +201,9 @@ impl AcpAdapter {
     }
 }
 
-const CAPABILITIES: Capabilities = Capabilities {
-    lifetime: Lifetime::Session,
-    transport: Transport::Process,
-    mid_turn_delivery: MidTurnDelivery::Steer,
-};
-
 impl Adapter for AcpAdapter {
-    fn backend(&self) -> BackendId {
-        self.profile.backend
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        self.program.clone()
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(async move {
-            match &self.program {
-                Some(program) if !self.profile.answers_version => Probe {
-                    backend: self.profile.backend,
-                    installed: true,
-                    program: Some(program.clone()),
-                    version: None,
-                    capabilities: CAPABILITIES,
-                    problem: None,
-                },
-                _ => {
-                    super::probe_version(
-                        self.profile.backend,
-                        self.program.clone(),
-                        CAPABILITIES,
-                        &self.profile.install_hint,
-                    )
-                    .await
-                }
-            }
-        })
+    fn descriptor(&self) -> &AdapterDescriptor {
+        self.profile.descriptor()
     }
 
     fn launch(&self, request: &OpenRequest) -> LaunchPlan {
@@ -273,10 +256,6 @@ impl Adapter for AcpAdapter {
                 .as_ref()
                 .map(|instructions| instructions.content.clone()),
         }))
-    }
-
-    fn model_api(&self) -> Option<ModelApi> {
-        self.profile.model_api
     }
 }
 

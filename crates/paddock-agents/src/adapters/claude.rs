@@ -4,57 +4,40 @@
 //! after `result`). Interrupts use the `control_request` envelope; with
 //! `--permission-prompt-tool stdio` the CLI asks `can_use_tool` over the same channel.
 
-use std::path::PathBuf;
+use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-use super::{Adapter, BoxFuture, Decoded, LaunchPlan, Prepared, Protocol};
+use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Instructions, Lifetime, MidTurnDelivery, Mode,
-    Model, OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
+    Model, OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
-use crate::host::HostConfig;
 
-#[derive(Debug)]
-pub struct Claude {
-    program: Option<PathBuf>,
-}
+#[derive(Debug, Default)]
+pub struct Claude;
 
-impl Claude {
-    pub fn new(host: &HostConfig) -> Self {
-        Self {
-            program: host.find_program("claude", "claude"),
-        }
-    }
-}
-
-const CAPABILITIES: Capabilities = Capabilities {
-    lifetime: Lifetime::Session,
-    transport: Transport::Process,
-    mid_turn_delivery: MidTurnDelivery::SafeBoundaryQueue,
+const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
+    backend: BackendId::Claude,
+    capabilities: Capabilities {
+        lifetime: Lifetime::Session,
+        transport: Transport::Process,
+        mid_turn_delivery: MidTurnDelivery::SafeBoundaryQueue,
+    },
+    model_api: Some(ModelApi::AnthropicMessages),
+    asks_permission: true,
+    program: Cow::Borrowed("claude"),
+    version_args: &["--version"],
+    install_hint: Cow::Borrowed(
+        "`claude` is not on PATH (npm install -g @anthropic-ai/claude-code)",
+    ),
+    supported: None,
 };
 
 impl Adapter for Claude {
-    fn backend(&self) -> BackendId {
-        BackendId::Claude
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        self.program.clone()
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(super::probe_version(
-            BackendId::Claude,
-            self.program.clone(),
-            CAPABILITIES,
-            "`claude` is not on PATH (npm install -g @anthropic-ai/claude-code)",
-        ))
+    fn descriptor(&self) -> &AdapterDescriptor {
+        &DESCRIPTOR
     }
 
     fn launch(&self, request: &OpenRequest) -> LaunchPlan {
@@ -97,10 +80,6 @@ impl Adapter for Claude {
                 ("DISABLE_ERROR_REPORTING".into(), "1".into()),
             ],
         }
-    }
-
-    fn model_api(&self) -> Option<ModelApi> {
-        Some(ModelApi::AnthropicMessages)
     }
 
     fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {

@@ -16,36 +16,35 @@
 //! voucher) by name; the home also switches off update checks, analytics, feedback uploads,
 //! telemetry export and the features that fetch from OpenAI's services.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{Adapter, BoxFuture, Decoded, LaunchPlan, Prepared, Protocol};
+use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
+    OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
-use crate::host::{HostConfig, LaunchDir};
+use crate::host::LaunchDir;
 
-#[derive(Debug)]
-pub struct Codex {
-    program: Option<PathBuf>,
-}
+#[derive(Debug, Default)]
+pub struct Codex;
 
-impl Codex {
-    pub fn new(host: &HostConfig) -> Self {
-        Self {
-            program: host.find_program("codex", "codex"),
-        }
-    }
-}
-
-const CAPABILITIES: Capabilities = Capabilities {
-    lifetime: Lifetime::Session,
-    transport: Transport::Process,
-    mid_turn_delivery: MidTurnDelivery::SafeBoundaryQueue,
+const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
+    backend: BackendId::Codex,
+    capabilities: Capabilities {
+        lifetime: Lifetime::Session,
+        transport: Transport::Process,
+        mid_turn_delivery: MidTurnDelivery::SafeBoundaryQueue,
+    },
+    model_api: Some(ModelApi::OpenAiResponses),
+    asks_permission: true,
+    program: Cow::Borrowed("codex"),
+    version_args: &["--version"],
+    install_hint: Cow::Borrowed("`codex` is not on PATH (npm install -g @openai/codex)"),
+    supported: None,
 };
 
 /// The provider id Paddock configures in Codex's isolated home.
@@ -70,25 +69,8 @@ const DISABLED_FEATURES: &[&str] = &[
 ];
 
 impl Adapter for Codex {
-    fn backend(&self) -> BackendId {
-        BackendId::Codex
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        self.program.clone()
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(super::probe_version(
-            BackendId::Codex,
-            self.program.clone(),
-            CAPABILITIES,
-            "`codex` is not on PATH (npm install -g @openai/codex)",
-        ))
+    fn descriptor(&self) -> &AdapterDescriptor {
+        &DESCRIPTOR
     }
 
     fn launch(&self, _request: &OpenRequest) -> LaunchPlan {
@@ -121,10 +103,6 @@ impl Adapter for Codex {
             env: vec![("CODEX_HOME".into(), home.display().to_string())],
             private: Vec::new(),
         })
-    }
-
-    fn model_api(&self) -> Option<ModelApi> {
-        Some(ModelApi::OpenAiResponses)
     }
 
     fn protocol(&self, request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {

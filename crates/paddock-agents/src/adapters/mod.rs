@@ -1,29 +1,27 @@
-//! Adapters: one per runtime. An adapter declares capabilities, plans the launch, encodes
-//! commands in the vendor protocol and normalises the vendor's output; the logical session
-//! does everything else.
+//! Adapters: one per runtime. An adapter describes itself with an [`AdapterDescriptor`]
+//! (backend, capabilities, model API, program and its version query), plans the launch,
+//! encodes commands in the vendor protocol and normalises the vendor's output; the logical
+//! session does everything else.
 
 pub mod acp;
 pub mod claude;
 pub mod codex;
+mod descriptor;
+pub mod http_bridge;
 pub mod opencode;
 pub mod pi;
 
+pub use descriptor::{AdapterDescriptor, SupportedVersions};
+
 use std::ffi::OsString;
-use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::pin::Pin;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::contract::{
-    AgentEvent, BackendId, Capabilities, Command, OpenError, OpenRequest, PermissionDecision,
-    Probe, TurnOutcome,
+    AgentEvent, BackendId, Command, OpenRequest, PermissionDecision, TurnOutcome,
 };
-use crate::credentials::ModelApi;
-use crate::host::{HostConfig, LaunchDir};
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::host::LaunchDir;
 
 /// How to start the runtime.
 #[derive(Debug, Clone, Default)]
@@ -128,20 +126,14 @@ impl Prepared {
     }
 }
 
+/// One runtime behind the session contract. What is fixed about it is in its
+/// [`descriptor`](Self::descriptor); the methods plan one launch and make its protocol.
 pub trait Adapter: Send + Sync {
-    fn backend(&self) -> BackendId;
-    fn capabilities(&self) -> Capabilities;
-    /// The executable, when installed.
-    fn program(&self) -> Option<PathBuf>;
-    fn probe(&self) -> BoxFuture<'_, Probe>;
-    /// Checks, before anything is minted or written, that `program` is a runtime this adapter
-    /// drives (a version whose protocol it speaks).
-    fn preflight(&self, _program: &Path) -> BoxFuture<'_, Result<(), OpenError>> {
-        Box::pin(async { Ok(()) })
-    }
+    /// The backend, capabilities, model API and program: the same for every launch.
+    fn descriptor(&self) -> &AdapterDescriptor;
     fn launch(&self, request: &OpenRequest) -> LaunchPlan;
     /// Writes launch-private configuration (after the credentials are minted) and returns
-    /// environment variables pointing at it.
+    /// environment variables pointing at it. Runs on the blocking pool: it may use `std::fs`.
     fn prepare(
         &self,
         _request: &OpenRequest,
@@ -156,127 +148,16 @@ pub trait Adapter: Send + Sync {
     fn bridge(&self, _prepared: &Prepared) -> Option<Box<dyn Bridge>> {
         None
     }
-    /// The model API the runtime calls through the credential proxy (it then needs a voucher
-    /// from the broker); `None` for a runtime that reaches no model API of ours.
-    fn model_api(&self) -> Option<ModelApi>;
-    /// Whether the runtime asks permission for tools (`permission_requested`).
-    fn asks_permission(&self) -> bool {
-        true
-    }
-}
-
-/// A private, temporary home for one probe; removed on drop.
-struct ProbeHome(PathBuf);
-
-impl ProbeHome {
-    fn create() -> Option<Self> {
-        use std::os::unix::fs::DirBuilderExt;
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("paddock-probe-{}-{n}", std::process::id()));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .ok()
-            .map(|()| Self(path))
-    }
-}
-
-impl Drop for ProbeHome {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Probes a CLI by running `program --version`.
-pub(crate) async fn probe_version(
-    backend: BackendId,
-    program: Option<PathBuf>,
-    capabilities: Capabilities,
-    missing: &str,
-) -> Probe {
-    let Some(program) = program else {
-        return Probe {
-            backend,
-            installed: false,
-            program: None,
-            version: None,
-            capabilities,
-            problem: Some(missing.to_owned()),
-        };
-    };
-    // Some CLIs create their config, data and cache folders even for `--version`: give them
-    // a throwaway home so a probe leaves nothing in the user's.
-    let home = ProbeHome::create();
-    let mut command = tokio::process::Command::new(&program);
-    command.arg("--version").kill_on_drop(true);
-    if let Some(home) = &home {
-        command.env("HOME", &home.0);
-        for (name, sub) in [
-            ("XDG_CONFIG_HOME", "config"),
-            ("XDG_DATA_HOME", "data"),
-            ("XDG_STATE_HOME", "state"),
-            ("XDG_CACHE_HOME", "cache"),
-        ] {
-            command.env(name, home.0.join(sub));
-        }
-    }
-    let output = tokio::time::timeout(std::time::Duration::from_secs(30), command.output()).await;
-    drop(home);
-    let (version, problem) = match output {
-        Ok(Ok(output)) if output.status.success() => {
-            // Some CLIs print their version on stderr.
-            let version = [&output.stdout, &output.stderr]
-                .into_iter()
-                .find_map(|bytes| {
-                    String::from_utf8_lossy(bytes)
-                        .split_whitespace()
-                        .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
-                        .map(str::to_owned)
-                });
-            let problem = version
-                .is_none()
-                .then(|| format!("`{} --version` printed no version", program.display()));
-            (version, problem)
-        }
-        Ok(Ok(output)) => (
-            None,
-            Some(format!(
-                "`{} --version` exited with {}",
-                program.display(),
-                output.status
-            )),
-        ),
-        Ok(Err(error)) => (
-            None,
-            Some(format!("could not run `{}`: {error}", program.display())),
-        ),
-        Err(_) => (
-            None,
-            Some(format!(
-                "`{} --version` did not answer within 30s",
-                program.display()
-            )),
-        ),
-    };
-    Probe {
-        backend,
-        installed: version.is_some(),
-        program: Some(program),
-        version,
-        capabilities,
-        problem,
-    }
 }
 
 /// The adapter for `backend`.
-pub fn adapter(backend: BackendId, host: &HostConfig) -> Box<dyn Adapter> {
+pub fn adapter(backend: BackendId) -> Box<dyn Adapter> {
     match backend {
-        BackendId::Claude => Box::new(claude::Claude::new(host)),
-        BackendId::Codex => Box::new(codex::Codex::new(host)),
-        BackendId::Pi => Box::new(pi::Pi::new(host)),
-        BackendId::Cursor => Box::new(acp::AcpAdapter::new(acp::AcpProfile::cursor(), host)),
-        BackendId::OpenCode => Box::new(opencode::OpenCode::new(host)),
+        BackendId::Claude => Box::new(claude::Claude),
+        BackendId::Codex => Box::new(codex::Codex),
+        BackendId::Pi => Box::new(pi::Pi),
+        BackendId::Cursor => Box::new(acp::AcpAdapter::new(acp::AcpProfile::cursor())),
+        BackendId::OpenCode => Box::new(opencode::OpenCode),
     }
 }
 
@@ -300,5 +181,21 @@ mod tests {
             "{shown}"
         );
         assert_eq!(prepared.private("PASSWORD"), Some("hunter2-secret"));
+    }
+
+    #[test]
+    fn every_backend_has_a_descriptor_of_its_own() {
+        for backend in BackendId::ALL {
+            let adapter = adapter(backend);
+            let descriptor = adapter.descriptor();
+            assert_eq!(descriptor.backend, backend);
+            assert!(
+                descriptor
+                    .install_hint
+                    .contains(descriptor.program.as_ref()),
+                "{descriptor:?}"
+            );
+            assert_eq!(descriptor.version_args, ["--version"], "{descriptor:?}");
+        }
     }
 }

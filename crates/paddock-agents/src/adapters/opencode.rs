@@ -6,13 +6,8 @@
 //! The server announces its address on stdout (`opencode server listening on http://…`); the
 //! protocol then asks the [`HttpBridge`] to connect. The bridge subscribes to `GET /event`
 //! (SSE) and performs the protocol's requests with Basic auth (user `opencode`, a password
-//! made per launch and given to the server only through `OPENCODE_SERVER_PASSWORD`). Events
-//! and responses come back to the protocol as lines:
-//!
-//! - `{"bridge":"event","event":{…}}` for each SSE event,
-//! - `{"bridge":"response","tag":…,"status":…,"body":…}` for each answered request,
-//! - `{"bridge":"failed","tag":…,"message":…}` when a request could not be made,
-//! - `{"bridge":"ended","message":…}` when the event stream ends.
+//! made per launch and given to the server only through `OPENCODE_SERVER_PASSWORD`); events
+//! and responses come back to the protocol as the bridge's lines (see [`super::http_bridge`]).
 //!
 //! A turn ends at `session.idle` (or `session.status` idle), counted only after the server
 //! reported the session busy since the last prompt: OpenCode sends a second, stale idle after
@@ -22,26 +17,21 @@
 //! Completions) configured in a launch-private config file whose base URL is the credential
 //! proxy and whose key is read from `OPENAI_API_KEY` (the voucher) by reference.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
-use super::{Adapter, BoxFuture, Bridge, Decoded, LaunchPlan, Prepared, Protocol};
+use super::http_bridge::{self, HttpBridge, request};
+use super::{
+    Adapter, AdapterDescriptor, Bridge, Decoded, LaunchPlan, Prepared, Protocol, SupportedVersions,
+};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenError, OpenRequest, PermissionDecision, Probe, Transport, TurnOutcome,
+    OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
-use crate::host::{HostConfig, LaunchDir};
-
-const CAPABILITIES: Capabilities = Capabilities {
-    lifetime: Lifetime::Session,
-    transport: Transport::Service,
-    mid_turn_delivery: MidTurnDelivery::Steer,
-};
+use crate::host::LaunchDir;
 
 /// The provider name Paddock configures in OpenCode's launch-private config.
 const PROVIDER: &str = "paddock";
@@ -51,94 +41,36 @@ const DEFAULT_MODEL: &str = "gpt-5";
 const USERNAME: &str = "opencode";
 /// The name under which `prepare` hands the server password to the bridge.
 const PASSWORD: &str = "opencode_server_password";
-/// The major version whose server API this adapter speaks.
-const SUPPORTED_MAJOR: u64 = 1;
-const SUPPORTED: &str = "the OpenCode v1 server API (opencode 1.x)";
+/// The server's event stream (SSE).
+const EVENTS_PATH: &str = "/event";
 /// Tool output kept in `tool_call_finished`.
 const MAX_OUTPUT: usize = 4000;
 
-#[derive(Debug)]
-pub struct OpenCode {
-    program: Option<PathBuf>,
-}
+#[derive(Debug, Default)]
+pub struct OpenCode;
 
-impl OpenCode {
-    pub fn new(host: &HostConfig) -> Self {
-        Self {
-            program: host.find_program("opencode", "opencode"),
-        }
-    }
-}
-
-/// The major version of `version` (`1.18.33` → 1).
-fn major(version: &str) -> Option<u64> {
-    version
-        .trim()
-        .trim_start_matches('v')
-        .split('.')
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Why `version` cannot be driven, if it cannot.
-fn unsupported(version: &str) -> Option<String> {
-    (major(version) != Some(SUPPORTED_MAJOR))
-        .then(|| format!("opencode `{version}` is not supported: this release drives {SUPPORTED}"))
-}
+const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
+    backend: BackendId::OpenCode,
+    capabilities: Capabilities {
+        lifetime: Lifetime::Session,
+        transport: Transport::Service,
+        mid_turn_delivery: MidTurnDelivery::Steer,
+    },
+    model_api: Some(ModelApi::OpenAiChat),
+    asks_permission: true,
+    program: Cow::Borrowed("opencode"),
+    version_args: &["--version"],
+    install_hint: Cow::Borrowed("`opencode` is not on PATH (npm install -g opencode-ai)"),
+    // Only the v1 server API is spoken: another major version is refused before launch.
+    supported: Some(SupportedVersions {
+        major: 1,
+        description: "the OpenCode v1 server API (opencode 1.x)",
+    }),
+};
 
 impl Adapter for OpenCode {
-    fn backend(&self) -> BackendId {
-        BackendId::OpenCode
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        self.program.clone()
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(async move {
-            let mut probe = super::probe_version(
-                BackendId::OpenCode,
-                self.program.clone(),
-                CAPABILITIES,
-                "`opencode` is not on PATH (npm install -g opencode-ai)",
-            )
-            .await;
-            if let Some(problem) = probe.version.as_deref().and_then(unsupported) {
-                probe.problem = Some(problem);
-            }
-            probe
-        })
-    }
-
-    fn preflight(&self, program: &Path) -> BoxFuture<'_, Result<(), OpenError>> {
-        let program = program.to_path_buf();
-        Box::pin(async move {
-            let probe =
-                super::probe_version(BackendId::OpenCode, Some(program.clone()), CAPABILITIES, "")
-                    .await;
-            let Some(version) = probe.version else {
-                return Err(OpenError::Spawn {
-                    program: program.display().to_string(),
-                    message: probe
-                        .problem
-                        .unwrap_or_else(|| "`--version` printed no version".into()),
-                });
-            };
-            match major(&version) {
-                Some(SUPPORTED_MAJOR) => Ok(()),
-                _ => Err(OpenError::UnsupportedVersion {
-                    backend: BackendId::OpenCode,
-                    version,
-                    supported: SUPPORTED.into(),
-                }),
-            }
-        })
+    fn descriptor(&self) -> &AdapterDescriptor {
+        &DESCRIPTOR
     }
 
     fn launch(&self, _request: &OpenRequest) -> LaunchPlan {
@@ -208,17 +140,15 @@ impl Adapter for OpenCode {
         })
     }
 
-    fn model_api(&self) -> Option<ModelApi> {
-        Some(ModelApi::OpenAiChat)
-    }
-
     fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
         Box::new(OpenCodeProtocol::default())
     }
 
     fn bridge(&self, prepared: &Prepared) -> Option<Box<dyn Bridge>> {
         let password = prepared.private(PASSWORD)?;
-        Some(Box::new(HttpBridge::new(USERNAME, password)))
+        Some(Box::new(
+            HttpBridge::new(EVENTS_PATH).with_basic_auth(USERNAME, password),
+        ))
     }
 }
 
@@ -288,11 +218,6 @@ fn listening_url(line: &str) -> Option<String> {
     let (host, port) = authority.rsplit_once(':')?;
     let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
     (loopback && port.parse::<u16>().is_ok_and(|port| port != 0)).then(|| url.to_owned())
-}
-
-/// One bridge request.
-fn request(method: &str, path: &str, body: Value, tag: &str) -> String {
-    json!({ "method": method, "path": path, "body": body, "tag": tag }).to_string()
 }
 
 /// The v1 server protocol for one logical session (one OpenCode session).
@@ -689,7 +614,7 @@ impl Protocol for OpenCodeProtocol {
             match listening_url(line) {
                 Some(url) => {
                     self.connected = true;
-                    out.push(Decoded::Write(json!({ "connect": url }).to_string()));
+                    out.push(Decoded::Write(http_bridge::connect(&url)));
                 }
                 None => out.push(Decoded::Event(AgentEvent::Error {
                     message: "OpenCode announced an address that is not loopback HTTP".into(),
@@ -697,287 +622,6 @@ impl Protocol for OpenCodeProtocol {
             }
         }
         out
-    }
-}
-
-/// The `Authorization` header value; never shown.
-#[derive(Clone)]
-struct BasicAuth(String);
-
-impl std::fmt::Debug for BasicAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BasicAuth(<redacted>)")
-    }
-}
-
-/// Carries the protocol's requests to one OpenCode server and its events back.
-#[derive(Debug)]
-pub struct HttpBridge {
-    auth: BasicAuth,
-}
-
-impl HttpBridge {
-    pub fn new(username: &str, password: &str) -> Self {
-        use base64::Engine as _;
-        let token =
-            base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
-        Self {
-            auth: BasicAuth(format!("Basic {token}")),
-        }
-    }
-}
-
-type Client = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    http_body_util::Full<hyper::body::Bytes>,
->;
-
-/// How long one request may take (the server answers prompts at once; it streams in events).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// The largest SSE event or response body accepted.
-const MAX_BODY: usize = 16 * 1024 * 1024;
-
-impl Bridge for HttpBridge {
-    fn start(
-        self: Box<Self>,
-        inbound: mpsc::UnboundedSender<String>,
-    ) -> mpsc::UnboundedSender<String> {
-        let (outbound, mut requests) = mpsc::unbounded_channel::<String>();
-        let auth = self.auth;
-        tokio::spawn(async move {
-            let client: Client =
-                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                    .build_http();
-            // Requests go out one at a time, in order; the event stream runs beside them.
-            // Dropping the set aborts both when the session drops the sender.
-            let mut tasks = tokio::task::JoinSet::new();
-            let (ordered, mut ordered_rx) = mpsc::unbounded_channel::<(String, Value)>();
-            {
-                let (client, auth, inbound) = (client.clone(), auth.clone(), inbound.clone());
-                tasks.spawn(async move {
-                    while let Some((base, message)) = ordered_rx.recv().await {
-                        perform(&client, &auth, &base, &message, &inbound).await;
-                    }
-                });
-            }
-            let mut base: Option<String> = None;
-            while let Some(line) = requests.recv().await {
-                let Ok(message) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if let Some(url) = message["connect"].as_str() {
-                    if base.is_none() {
-                        base = Some(url.to_owned());
-                        tasks.spawn(events(
-                            client.clone(),
-                            auth.clone(),
-                            url.to_owned(),
-                            inbound.clone(),
-                        ));
-                    }
-                    continue;
-                }
-                match &base {
-                    Some(base) => {
-                        let _ = ordered.send((base.clone(), message));
-                    }
-                    None => {
-                        let _ = inbound.send(
-                            json!({ "bridge": "failed", "tag": message["tag"], "message": "the server has not announced its address" })
-                                .to_string(),
-                        );
-                    }
-                }
-            }
-            tasks.abort_all();
-        });
-        outbound
-    }
-}
-
-fn build(
-    auth: &BasicAuth,
-    method: &str,
-    url: &str,
-    body: Option<&Value>,
-) -> Result<hyper::Request<http_body_util::Full<hyper::body::Bytes>>, String> {
-    let method = hyper::Method::from_bytes(method.as_bytes()).map_err(|_| "bad method")?;
-    let mut builder = hyper::Request::builder()
-        .method(method)
-        .uri(url)
-        .header(hyper::header::AUTHORIZATION, auth.0.as_str());
-    let bytes = match body {
-        Some(body) => {
-            builder = builder.header(hyper::header::CONTENT_TYPE, "application/json");
-            body.to_string().into_bytes()
-        }
-        None => {
-            builder = builder.header(hyper::header::ACCEPT, "text/event-stream");
-            Vec::new()
-        }
-    };
-    builder
-        .body(http_body_util::Full::new(bytes.into()))
-        .map_err(|error| format!("bad request: {error}"))
-}
-
-/// Performs one request and reports its answer.
-async fn perform(
-    client: &Client,
-    auth: &BasicAuth,
-    base: &str,
-    message: &Value,
-    inbound: &mpsc::UnboundedSender<String>,
-) {
-    use http_body_util::BodyExt as _;
-    let tag = message["tag"].clone();
-    let failed =
-        |text: String| json!({ "bridge": "failed", "tag": tag, "message": text }).to_string();
-    let (Some(method), Some(path)) = (message["method"].as_str(), message["path"].as_str()) else {
-        let _ = inbound.send(failed("a request without method or path".into()));
-        return;
-    };
-    if !path.starts_with('/') {
-        let _ = inbound.send(failed("a request path must start with `/`".into()));
-        return;
-    }
-    let request = match build(
-        auth,
-        method,
-        &format!("{base}{path}"),
-        Some(&message["body"]),
-    ) {
-        Ok(request) => request,
-        Err(error) => {
-            let _ = inbound.send(failed(error));
-            return;
-        }
-    };
-    let answer = tokio::time::timeout(REQUEST_TIMEOUT, async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|error| error.to_string())?;
-        let status = response.status().as_u16();
-        let limited = http_body_util::Limited::new(response.into_body(), MAX_BODY);
-        let bytes = limited
-            .collect()
-            .await
-            .map_err(|error| error.to_string())?
-            .to_bytes();
-        Ok::<_, String>((status, bytes))
-    })
-    .await;
-    let line = match answer {
-        Ok(Ok((status, bytes))) => {
-            let body = serde_json::from_slice::<Value>(&bytes).unwrap_or_else(|_| {
-                Value::String(String::from_utf8_lossy(&bytes).chars().take(2000).collect())
-            });
-            json!({ "bridge": "response", "tag": tag, "status": status, "body": body }).to_string()
-        }
-        Ok(Err(error)) => failed(error),
-        Err(_) => failed(format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())),
-    };
-    let _ = inbound.send(line);
-}
-
-/// Subscribes to `GET /event` and forwards each event until the stream ends.
-async fn events(
-    client: Client,
-    auth: BasicAuth,
-    base: String,
-    inbound: mpsc::UnboundedSender<String>,
-) {
-    let ended = |text: String| json!({ "bridge": "ended", "message": text }).to_string();
-    let request = match build(&auth, "GET", &format!("{base}/event"), None) {
-        Ok(request) => request,
-        Err(error) => {
-            let _ = inbound.send(ended(error));
-            return;
-        }
-    };
-    let response = match client.request(request).await {
-        Ok(response) => response,
-        Err(error) => {
-            let _ = inbound.send(ended(error.to_string()));
-            return;
-        }
-    };
-    if !response.status().is_success() {
-        let _ = inbound.send(ended(format!("HTTP {}", response.status().as_u16())));
-        return;
-    }
-    let mut body = response.into_body();
-    let mut parser = SseParser::default();
-    let reason = loop {
-        use http_body_util::BodyExt as _;
-        match body.frame().await {
-            None => break "the server closed it".to_owned(),
-            Some(Err(error)) => break error.to_string(),
-            Some(Ok(frame)) => {
-                let Ok(data) = frame.into_data() else {
-                    continue;
-                };
-                match parser.push(&data) {
-                    Ok(events) => {
-                        for event in events {
-                            let _ = inbound
-                                .send(json!({ "bridge": "event", "event": event }).to_string());
-                        }
-                    }
-                    Err(error) => break error,
-                }
-            }
-        }
-    };
-    let _ = inbound.send(ended(reason));
-}
-
-/// Splits an SSE byte stream into the JSON values of its `data:` fields.
-#[derive(Debug, Default)]
-struct SseParser {
-    buffer: Vec<u8>,
-}
-
-impl SseParser {
-    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Value>, String> {
-        self.buffer.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        while let Some((end, gap)) = find_blank_line(&self.buffer) {
-            let block: Vec<u8> = self.buffer.drain(..end + gap).take(end).collect();
-            let text = String::from_utf8_lossy(&block);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|data| data.strip_prefix(' ').unwrap_or(data))
-                .collect();
-            if data.is_empty() {
-                continue;
-            }
-            if let Ok(value) = serde_json::from_str::<Value>(&data.join("\n")) {
-                events.push(value);
-            }
-        }
-        if self.buffer.len() > MAX_BODY {
-            return Err(format!("an event exceeded {MAX_BODY} bytes"));
-        }
-        Ok(events)
-    }
-}
-
-/// The first blank line (`\n\n` or `\r\n\r\n`): where the block ends and the separator's length.
-fn find_blank_line(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|at| (at, 2));
-    let crlf = buffer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|at| (at, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
     }
 }
 
@@ -1267,30 +911,11 @@ mod tests {
     }
 
     #[test]
-    fn sse_frames_split_across_chunks() {
-        let mut parser = SseParser::default();
-        assert!(parser.push(b"data: {\"type\":\"a\"").unwrap().is_empty());
-        let events = parser
-            .push(b"}\n\n: comment\n\ndata: {\"type\":\"b\"}\r\n\r\ndata: not json\n\n")
-            .unwrap();
-        assert_eq!(events, vec![json!({ "type": "a" }), json!({ "type": "b" })]);
-    }
-
-    #[test]
-    fn versions_select_the_v1_adapter() {
-        assert_eq!(major("1.18.33"), Some(1));
-        assert!(unsupported("1.18.33").is_none());
-        assert!(unsupported("2.0.0").unwrap().contains("2.0.0"));
-        assert!(unsupported("0.15.2").is_some());
-        assert!(unsupported("dev").is_some());
-    }
-
-    #[test]
     fn the_config_references_the_key_and_follows_the_mode() {
         let request = OpenRequest {
             backend: BackendId::OpenCode,
             launch: crate::contract::Launch {
-                working_directory: PathBuf::from("/"),
+                working_directory: std::path::PathBuf::from("/"),
                 instructions: None,
                 launch_id: "l".into(),
             },

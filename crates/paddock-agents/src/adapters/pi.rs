@@ -5,36 +5,36 @@
 //! credential proxy and whose key is the voucher's environment variable. Pi has no permission
 //! prompts.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{Adapter, BoxFuture, Decoded, LaunchPlan, Prepared, Protocol};
+use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Model, OpenRequest,
-    PermissionDecision, Probe, Transport, TurnOutcome,
+    PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
-use crate::host::HostConfig;
 
-#[derive(Debug)]
-pub struct Pi {
-    program: Option<PathBuf>,
-}
+#[derive(Debug, Default)]
+pub struct Pi;
 
-impl Pi {
-    pub fn new(host: &HostConfig) -> Self {
-        Self {
-            program: host.find_program("pi", "pi"),
-        }
-    }
-}
-
-const CAPABILITIES: Capabilities = Capabilities {
-    lifetime: Lifetime::Session,
-    transport: Transport::Process,
-    mid_turn_delivery: MidTurnDelivery::Steer,
+const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
+    backend: BackendId::Pi,
+    capabilities: Capabilities {
+        lifetime: Lifetime::Session,
+        transport: Transport::Process,
+        mid_turn_delivery: MidTurnDelivery::Steer,
+    },
+    model_api: Some(ModelApi::AnthropicMessages),
+    asks_permission: false,
+    program: Cow::Borrowed("pi"),
+    version_args: &["--version"],
+    install_hint: Cow::Borrowed(
+        "`pi` is not on PATH (npm install -g @mariozechner/pi-coding-agent)",
+    ),
+    supported: None,
 };
 
 /// The provider name Paddock configures in Pi's isolated agent directory.
@@ -42,25 +42,8 @@ const PROVIDER: &str = "paddock";
 const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 impl Adapter for Pi {
-    fn backend(&self) -> BackendId {
-        BackendId::Pi
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn program(&self) -> Option<PathBuf> {
-        self.program.clone()
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Probe> {
-        Box::pin(super::probe_version(
-            BackendId::Pi,
-            self.program.clone(),
-            CAPABILITIES,
-            "`pi` is not on PATH (npm install -g @mariozechner/pi-coding-agent)",
-        ))
+    fn descriptor(&self) -> &AdapterDescriptor {
+        &DESCRIPTOR
     }
 
     fn launch(&self, request: &OpenRequest) -> LaunchPlan {
@@ -136,14 +119,6 @@ impl Adapter for Pi {
             )],
             private: Vec::new(),
         })
-    }
-
-    fn asks_permission(&self) -> bool {
-        false
-    }
-
-    fn model_api(&self) -> Option<ModelApi> {
-        Some(ModelApi::AnthropicMessages)
     }
 
     fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {

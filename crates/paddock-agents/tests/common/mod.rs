@@ -50,11 +50,30 @@ pub fn npm_bin(name: &str) -> PathBuf {
     path
 }
 
-/// Polls `condition` until it holds.
-pub async fn until(mut condition: impl FnMut() -> bool) {
+/// How long a test waits for anything: a condition, a session to close.
+pub const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Polls `condition` until it holds, for at most [`DEADLINE`] (`paddock_testkit::wait_until`
+/// on tokio's clock); the error names `what` was awaited.
+pub async fn until(what: &str, mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
     while !condition() {
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!("timed out after {DEADLINE:?} waiting for {what}");
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Ok(())
+}
+
+/// Awaits `future` for at most [`DEADLINE`]; the error names `what` was awaited.
+pub async fn within<T>(
+    what: &str,
+    future: impl std::future::Future<Output = T>,
+) -> anyhow::Result<T> {
+    tokio::time::timeout(DEADLINE, future)
+        .await
+        .map_err(|_| anyhow::anyhow!("timed out after {DEADLINE:?} waiting for {what}"))
 }
 
 /// One backend's conformance host.
@@ -78,8 +97,7 @@ pub struct ScriptedHost {
 }
 
 /// Builds the adapter a [`ScriptedHost`] opens sessions with.
-pub type AdapterFactory =
-    Arc<dyn Fn(&HostConfig) -> Arc<dyn paddock_agents::adapters::Adapter> + Send + Sync>;
+pub type AdapterFactory = Arc<dyn Fn() -> Arc<dyn paddock_agents::adapters::Adapter> + Send + Sync>;
 
 impl ScriptedHost {
     pub fn new(backend: BackendId, api: ModelApi, program: PathBuf) -> Self {
@@ -236,7 +254,9 @@ impl ScriptedHost {
         })
         .await
         .expect("the turn starts");
-        until(|| self.asked()).await;
+        until("the runtime to ask the model", || self.asked())
+            .await
+            .expect("the runtime asks the model");
         let pid = session.snapshot().await.pid.expect("a pid");
         (session, pid)
     }
@@ -290,7 +310,7 @@ impl ConformanceHost for ScriptedHost {
         self.models.lock().expect("models").push(model);
         let sdk = self.sdk(credentials);
         Ok(match &self.adapter {
-            Some(adapter) => sdk.open_with(adapter(sdk.host()), self.request()).await?,
+            Some(adapter) => sdk.open_with(adapter(), self.request()).await?,
             None => sdk.open(self.request()).await?,
         })
     }
