@@ -146,7 +146,7 @@ async fn the_launch_config_passes_strict_validation() {
             env,
             ..Default::default()
         };
-        let output = paddock_process::output(&spec, common::DEADLINE)
+        let output = paddock_process::output(spec, common::DEADLINE)
             .await
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);

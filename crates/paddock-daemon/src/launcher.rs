@@ -62,6 +62,9 @@ pub async fn start_detached(
         crate::files::create_private_dir(parent)?;
     }
     let log = open_log(&launch.log_file)?;
+    // The one child Paddock does not start through `paddock-process`: the detached daemon must
+    // outlive this CLI, so it is not killed on drop, and its stderr goes to the log file rather
+    // than a bounded ring. It still gets its own process group.
     let mut command = tokio::process::Command::new(&launch.program);
     command
         .args(&launch.args)

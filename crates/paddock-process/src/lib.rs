@@ -437,7 +437,7 @@ mod tests {
     #[tokio::test]
     async fn a_child_names_its_parent() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let child = ManagedChild::spawn(&sh("echo ready >&2; exec sleep 600"), Some(tx)).unwrap();
+        let child = ManagedChild::spawn(sh("echo ready >&2; exec sleep 600"), Some(tx)).unwrap();
         assert_eq!(rx.recv().await.as_deref(), Some("ready"));
         assert_eq!(parent_pid(child.pid()), Some(std::process::id()));
         assert!(is_running(child.pid()) && !is_zombie(child.pid()));

@@ -41,13 +41,12 @@ impl RunError {
 /// Runs `spec` (its `stdout` set, its `stdin` as given) until it exits and both of its output
 /// pipes are closed, for at most `within`. On the deadline the child's whole process group is
 /// killed and [`RunError::TimedOut`] returned.
-pub async fn output(spec: &ChildSpec, within: Duration) -> Result<Output, RunError> {
-    let mut spec = spec.clone();
+pub async fn output(mut spec: ChildSpec, within: Duration) -> Result<Output, RunError> {
     spec.stdout = true;
     // The stderr watcher's sender is dropped when the capture task reaches end of file; once
     // the channel is closed the captured tail is complete.
     let (stderr_tx, mut stderr_lines) = mpsc::unbounded_channel();
-    let mut child = ManagedChild::spawn(&spec, Some(stderr_tx))?;
+    let mut child = ManagedChild::spawn(spec, Some(stderr_tx))?;
     let stdout = child.stdout.take();
     let exited = child.exited();
     let collected = tokio::time::timeout(within, async move {
@@ -97,7 +96,7 @@ mod tests {
     #[tokio::test]
     async fn collects_stdout_stderr_and_the_status() {
         let output = output(
-            &sh("echo out; echo err >&2; echo \"[$HOME]\"; exit 4"),
+            sh("echo out; echo err >&2; echo \"[$HOME]\"; exit 4"),
             Duration::from_secs(30),
         )
         .await
@@ -111,7 +110,7 @@ mod tests {
     async fn stdout_is_bounded_and_drained() {
         // Four times the capacity: the child must not block on a full pipe.
         let output = output(
-            &sh("head -c 262144 /dev/zero; echo done >&2"),
+            sh("head -c 262144 /dev/zero; echo done >&2"),
             Duration::from_secs(30),
         )
         .await
@@ -126,7 +125,7 @@ mod tests {
         let pid_file =
             std::env::temp_dir().join(format!("paddock-process-output-{}", std::process::id()));
         let script = format!("echo $$ > {}; exec sleep 600", pid_file.display());
-        let error = output(&sh(&script), Duration::from_millis(500))
+        let error = output(sh(&script), Duration::from_millis(500))
             .await
             .unwrap_err();
         assert!(error.is_timed_out(), "{error}");
@@ -153,7 +152,7 @@ mod tests {
             program: "/nonexistent/program".into(),
             ..ChildSpec::default()
         };
-        let error = output(&spec, Duration::from_secs(1)).await.unwrap_err();
+        let error = output(spec, Duration::from_secs(1)).await.unwrap_err();
         assert!(matches!(&error, RunError::Spawn(spawn) if spawn.is_not_found()));
     }
 }

@@ -144,7 +144,7 @@ impl AdapterDescriptor {
             env: probe_env(host, &home.0),
             ..ChildSpec::default()
         };
-        let output = paddock_process::output(&spec, VERSION_TIMEOUT).await;
+        let output = paddock_process::output(spec, VERSION_TIMEOUT).await;
         home.remove().await;
         let output = match output {
             Ok(output) => output,
