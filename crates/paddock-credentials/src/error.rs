@@ -38,7 +38,7 @@ pub enum CredentialError {
     },
     #[error("the OS random source failed: {0}")]
     Random(String),
-    #[error("no voucher `{id}`; `paddock credentials list` shows the live ones")]
+    #[error("no live voucher `{id}`")]
     UnknownVoucher { id: String },
     #[error(
         "voucher `{voucher}` has no grant for upstream `{upstream}`; mint it with a grant for that upstream"

@@ -331,7 +331,9 @@ fn list_and_revoke_talk_to_the_daemon() {
         .unwrap();
     assert_eq!(unknown.code(), Some(1));
     assert!(
-        unknown.stderr().contains("no voucher `v-000000000000`"),
+        unknown
+            .stderr()
+            .contains("no live voucher `v-000000000000`"),
         "{}",
         unknown.stderr()
     );
