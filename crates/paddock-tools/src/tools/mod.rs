@@ -17,7 +17,9 @@
 //! 4. Run `cargo test -p paddock-tools`, review the new surface in the failing snapshot and
 //!    accept it; a new tool is a minor version (see `CONTRACT.md`).
 //!
-//! Arguments that fail to parse are `[invalid_input]` before the handler runs.
+//! Arguments that fail to parse are `[invalid_input]` before the handler runs. The in-band
+//! session argument is declared in the schema of every tool whose definition reads the routing
+//! session, and removed before parsing (see `server.rs`), so no argument type names it.
 
 use std::future::Future;
 
@@ -101,7 +103,7 @@ impl<T: Tool> ErasedTool for T {
     }
 
     fn input_schema(&self) -> Map<String, Value> {
-        schema::input_schema::<T::Args>()
+        schema::input_schema::<T::Args>(T::DEF.routing_session)
     }
 
     fn call<'a>(

@@ -8,13 +8,28 @@
 //! optional argument (absent is how an argument is not given), `format` annotations such as
 //! `double`, and `default` values (defaults are stated in the descriptions). Doc comments keep
 //! their paragraphs but not their line breaks.
+//!
+//! A tool that reads the routing session also declares the in-band `__mcpSessionId` argument
+//! (the MCP spec's in-band session key), so a client or model API that enforces
+//! `additionalProperties: false` may still send it.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-/// The input schema of a tool whose arguments are `T`.
-pub(crate) fn input_schema<T: JsonSchema>() -> Map<String, Value> {
+use crate::session::IN_BAND_ARGUMENT;
+
+/// The in-band session argument, as declared by every tool that reads the routing session.
+fn in_band_session_argument() -> Value {
+    json!({
+        "type": "string",
+        "description": "The routing session's id (the `sessionUuid` getWeb returns), for a client that cannot send the `x-paddock-session-id` header.",
+    })
+}
+
+/// The input schema of a tool whose arguments are `T`; with `routing_session`, it declares the
+/// in-band session argument too, which the server removes before the arguments are parsed.
+pub(crate) fn input_schema<T: JsonSchema>(routing_session: bool) -> Map<String, Value> {
     let generator = SchemaSettings::draft2020_12()
         .with(|settings| {
             settings.inline_subschemas = true;
@@ -29,9 +44,12 @@ pub(crate) fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     schema.remove("title");
     schema.remove("description");
     normalize(&mut schema);
-    schema
+    let properties = schema
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
+    if routing_session && let Value::Object(properties) = properties {
+        properties.insert(IN_BAND_ARGUMENT.to_owned(), in_band_session_argument());
+    }
     schema
 }
 
@@ -109,8 +127,6 @@ fn unwrap_lines(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
@@ -140,7 +156,7 @@ mod tests {
             #[serde(default)]
             flag: bool,
         }
-        let schema = Value::Object(input_schema::<Outer>());
+        let schema = Value::Object(input_schema::<Outer>(true));
         assert_eq!(
             schema,
             json!({
@@ -154,6 +170,7 @@ mod tests {
                         "additionalProperties": false
                     },
                     "flag": { "type": "boolean" },
+                    IN_BAND_ARGUMENT: in_band_session_argument(),
                 },
                 "required": ["inner"],
                 "additionalProperties": false
