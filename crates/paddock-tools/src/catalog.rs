@@ -62,7 +62,7 @@ impl Hints {
         open_world: false,
     };
     /// Changes state without destroying anything, idempotently.
-    pub const SET: Self = Self {
+    pub const IDEMPOTENT_CHANGE: Self = Self {
         read_only: false,
         destructive: false,
         idempotent: true,

@@ -3,8 +3,9 @@
 //! and gets an rmcp server for one request or connection from [`Registry::server`].
 //!
 //! Everything a client can observe about the tool surface is decided here: which tools exist
-//! ([`catalog`], each tool defined beside its handler in `tools/`), which a policy allows ([`policy`]), which are advertised in `tools/list`
-//! ([`discovery`]), how errors read ([`error`]) and what is audited ([`audit`]).
+//! ([`catalog`]; each tool is defined beside its handler in `tools/`), which a policy allows
+//! ([`policy`]), which are advertised in `tools/list` ([`discovery`]), how errors read
+//! ([`error`]) and what is audited ([`audit`]).
 
 pub mod audit;
 pub mod auth;

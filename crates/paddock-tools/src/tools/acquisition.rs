@@ -14,6 +14,7 @@ use crate::error::ToolError;
 use crate::render::observation_text;
 use crate::session::SessionKey;
 use crate::tools::args::{self, NoArgs, Profile};
+use crate::tools::core::{ToolNames, tool_names};
 use crate::tools::device::{SETTLE, bounded, require_session};
 use crate::tools::{Call, Output, Tool};
 
@@ -29,32 +30,12 @@ pub(crate) struct EnableToolsArgs {
 
 /// Validates `enableTools` before any device work: unknown names reject the call, always-on
 /// names are skipped.
-fn check_enable_tools(
-    call: &Call<'_>,
-    names: &[String],
-) -> Result<(Choices, Vec<String>), ToolError> {
-    let mut changes = Choices::new();
-    let mut skipped = Vec::new();
-    let mut unknown = Vec::new();
-    for name in names {
-        match call.registry.tool(name) {
-            Some(tool) if call.registry.visible(&tool.def, call.ctx) => {
-                if tool.def.is_always_on() {
-                    skipped.push(name.clone());
-                } else {
-                    changes.insert(name.clone(), true);
-                }
-            }
-            _ => unknown.push(format!("`{name}`")),
-        }
-    }
-    if !unknown.is_empty() {
-        return Err(ToolError::invalid_input(format!(
-            "unknown tool name(s) in `enableTools`: {}; no device was acquired",
-            unknown.join(", ")
-        )));
-    }
-    Ok((changes, skipped))
+fn check_enable_tools(call: &Call<'_>, names: &[String]) -> Result<ToolNames, ToolError> {
+    tool_names(call, names, true).map_err(|unknown| {
+        ToolError::invalid_input(format!(
+            "unknown tool name(s) in `enableTools`: {unknown}; no device was acquired"
+        ))
+    })
 }
 
 /// Declares capabilities for a freshly minted session and reports the resulting sets the way
@@ -159,7 +140,7 @@ struct Acquisition {
 }
 
 async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolError> {
-    let (changes, skipped) = check_enable_tools(&call, &request.enable_tools)?;
+    let ToolNames { changes, skipped } = check_enable_tools(&call, &request.enable_tools)?;
     let app = match &request.app {
         Some(id) => Some(
             call.ctx
@@ -210,7 +191,7 @@ impl Tool for GetWeb {
         "getWeb",
         "Acquire a web device",
         "Acquires a ready web device (headless Chromium with mobile emulation) for this session and returns its `sessionUuid`; send it as the `x-paddock-session-id` header or the `__mcpSessionId` argument with every device tool (a session that already has an id keeps it). Optionally opens a configured `app` and declares `enableTools` in the same call; the answer lists `enabledTools` and `gatedTools`. A session holds one device; calling again returns it.",
-        Hints::SET,
+        Hints::IDEMPOTENT_CHANGE,
     )
     .always_on()
     .routing_session();
@@ -249,7 +230,7 @@ impl Tool for GetAndroid {
         "getAndroid",
         "Acquire an Android device",
         "Acquires an Android device or emulator for this session. Android devices are not available in this Paddock release; the call answers `[not_found]` and suggests getWeb.",
-        Hints::SET,
+        Hints::IDEMPOTENT_CHANGE,
     )
     .always_on()
     .routing_session();
@@ -288,7 +269,7 @@ impl Tool for GetApple {
         "getApple",
         "Acquire an iOS simulator",
         "Acquires an iOS simulator for this session. iOS simulators are not available in this Paddock release; the call answers `[not_found]` and suggests getWeb.",
-        Hints::SET,
+        Hints::IDEMPOTENT_CHANGE,
     )
     .always_on()
     .routing_session();
@@ -338,7 +319,7 @@ impl Tool for ProvisionDevice {
                 "`enableTools` needs `boot: true`: a provision without boot mints no session to declare tools for",
             ));
         }
-        let (changes, skipped) = check_enable_tools(&call, &enable_tools)?;
+        let ToolNames { changes, skipped } = check_enable_tools(&call, &enable_tools)?;
         let device_id = bounded(
             call.ctx
                 .backend

@@ -71,6 +71,43 @@ fn enabled_after_write(
         .collect())
 }
 
+/// Tool names a caller asked to list or omit, sorted out.
+pub(super) struct ToolNames {
+    /// The configurable tools, with the state asked for.
+    pub changes: Choices,
+    /// The always-on tools, which have no state to change.
+    pub skipped: Vec<String>,
+}
+
+/// Sorts out `names` to be set to `enabled`; any name that is not a tool this caller can see
+/// makes the whole batch fail, with the unknown names listed (``"`a`, `b`"``).
+pub(super) fn tool_names(
+    call: &Call<'_>,
+    names: &[String],
+    enabled: bool,
+) -> Result<ToolNames, String> {
+    let mut changes = Choices::new();
+    let mut skipped = Vec::new();
+    let mut unknown = Vec::new();
+    for name in names {
+        match call.registry.tool(name) {
+            Some(tool) if call.registry.visible(&tool.def, call.ctx) => {
+                if tool.def.is_always_on() {
+                    skipped.push(name.clone());
+                } else {
+                    changes.insert(name.clone(), enabled);
+                }
+            }
+            _ => unknown.push(format!("`{name}`")),
+        }
+    }
+    if unknown.is_empty() {
+        Ok(ToolNames { changes, skipped })
+    } else {
+        Err(unknown.join(", "))
+    }
+}
+
 /// Adds `enabledTools` (or why it could not be read back) to a write's answer.
 fn with_enabled_tools(
     mut answer: Value,
@@ -117,7 +154,7 @@ impl Tool for SetToolEnabled {
             without it the choice applies to your connection profile. Choices persist across \
             daemon restarts. An omitted tool can still be called by name. The answer lists \
             `enabledTools`, the configurable tools selected for discovery after the call.",
-        Hints::SET,
+        Hints::IDEMPOTENT_CHANGE,
     )
     .always_on()
     .routing_session();
@@ -144,27 +181,13 @@ impl Tool for SetToolEnabled {
             }
         };
         // Validate the whole batch before anything is written.
-        let mut unknown = Vec::new();
-        let mut skipped = BTreeSet::new();
-        let mut changes = Choices::new();
-        for name in &names {
-            match call.registry.tool(name) {
-                Some(tool) if call.registry.visible(&tool.def, call.ctx) => {
-                    if tool.def.is_always_on() {
-                        skipped.insert(name.clone());
-                    } else {
-                        changes.insert(name.clone(), enabled);
-                    }
-                }
-                _ => unknown.push(format!("`{name}`")),
-            }
-        }
-        if !unknown.is_empty() {
-            return Err(ToolError::invalid_input(format!(
-                "unknown tool name(s): {}; nothing was changed",
-                unknown.join(", ")
-            )));
-        }
+        let ToolNames { changes, skipped } =
+            tool_names(&call, &names, enabled).map_err(|unknown| {
+                ToolError::invalid_input(format!(
+                    "unknown tool name(s): {unknown}; nothing was changed"
+                ))
+            })?;
+        let skipped: BTreeSet<String> = skipped.into_iter().collect();
         let (scope, session) = target_scope(&call, args.session_uuid.as_deref())?;
         if !changes.is_empty() {
             call.registry
@@ -268,7 +291,7 @@ impl Tool for Discovery {
             connection profile's and your session's saved choices) and the resulting listed \
             and omitted tools. `reset` removes the saved choices of your connection profile, \
             or of `sessionUuid` when given, so the startup defaults apply again.",
-        Hints::SET,
+        Hints::IDEMPOTENT_CHANGE,
     )
     .operations(DISCOVERY_OPERATIONS)
     .routing_session();
