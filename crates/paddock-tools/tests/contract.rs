@@ -141,3 +141,11 @@ fn a_bundle_schema_offers_exactly_its_operations() {
         assert!(required.contains(&"operation".into()), "{}", tool.def.name);
     }
 }
+
+#[test]
+fn tool_names_are_unique() {
+    let catalog = builtin();
+    let names: std::collections::BTreeSet<&str> =
+        catalog.iter().map(|tool| tool.def.name).collect();
+    assert_eq!(names.len(), catalog.len(), "{names:?}");
+}
