@@ -135,7 +135,7 @@ async fn one_session(runtime: &Runtime, program: &PathBuf, run: usize) -> anyhow
             upstreams: vec![paddock_credentials::UpstreamConfig {
                 name: name.into(),
                 url: model.base_url(),
-                credential: paddock_client::SecretString::new("sk-bench"),
+                credential: paddock_secrets::SecretString::new("sk-bench"),
                 header: header.into(),
                 scheme: scheme.map(str::to_owned),
             }],

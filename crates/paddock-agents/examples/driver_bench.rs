@@ -84,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
             upstreams: vec![paddock_credentials::UpstreamConfig {
                 name: "anthropic".into(),
                 url: "http://127.0.0.1:9".into(),
-                credential: paddock_client::SecretString::new("sk-bench-unused"),
+                credential: paddock_secrets::SecretString::new("sk-bench-unused"),
                 header: "x-api-key".into(),
                 scheme: None,
             }],

@@ -30,13 +30,12 @@ pub struct ProcessLane {
 impl ProcessLane {
     /// Spawns `spec` and forwards stdout lines and the exit to `output`.
     pub fn spawn(
-        spec: &ChildSpec,
+        mut spec: ChildSpec,
         output: mpsc::UnboundedSender<LaneOutput>,
     ) -> Result<Self, paddock_process::SpawnError> {
-        let mut spec = spec.clone();
         spec.stdin = true;
         spec.stdout = true;
-        let mut child = ManagedChild::spawn(&spec, None)?;
+        let mut child = ManagedChild::spawn(spec, None)?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let pid = child.pid();

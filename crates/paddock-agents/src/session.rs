@@ -212,9 +212,10 @@ pub(crate) async fn open(
         current_dir: Some(request.launch.working_directory.clone()),
         stdin: true,
         stdout: true,
+        ..ChildSpec::default()
     };
     let (lane_tx, lane_rx) = mpsc::unbounded_channel();
-    let mut lane = match ProcessLane::spawn(&spec, lane_tx) {
+    let mut lane = match ProcessLane::spawn(spec, lane_tx) {
         Ok(lane) => lane,
         Err(error) => {
             dir.remove();

@@ -224,32 +224,14 @@ async fn an_unsupported_major_version_is_refused() {
 
 /// The TCP port `pid` listens on, from /proc (loopback only).
 fn listening_port(pid: u32) -> Option<u16> {
-    let inodes: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .filter_map(|target| {
-            target
-                .to_str()?
-                .strip_prefix("socket:[")?
-                .strip_suffix(']')?
-                .parse()
-                .ok()
-        })
-        .collect();
-    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).ok()?;
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
-        let inode: u64 = inode.parse().ok()?;
-        // 0A = LISTEN; 0100007F = 127.0.0.1.
-        if *state != "0A" || !inodes.contains(&inode) {
-            return None;
-        }
-        let (address, port) = local.split_once(':')?;
-        assert_eq!(address, "0100007F", "the server listens on loopback only");
-        u16::from_str_radix(port, 16).ok()
-    })
+    let listening = paddock_testkit::procfs::tcp_listening(&[pid]).ok()?;
+    let socket = listening.iter().find(|socket| !socket.ipv6)?;
+    // 0100007F = 127.0.0.1.
+    assert_eq!(
+        socket.address, "0100007F",
+        "the server listens on loopback only"
+    );
+    Some(socket.port)
 }
 
 /// The status of `GET /session` on the server, with or without credentials.

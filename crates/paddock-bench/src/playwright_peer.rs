@@ -113,10 +113,9 @@ impl PlaywrightPeer {
             args,
             env,
             current_dir: Some(config.work_dir.clone()),
-            stdin: false,
-            stdout: false,
+            ..ChildSpec::default()
         };
-        let child = ManagedChild::spawn(&spec, None).map_err(|error| {
+        let child = ManagedChild::spawn(spec, None).map_err(|error| {
             let hint = if error.is_not_found() {
                 "\nhint: apt-get install nodejs npm, or pass --node"
             } else {

@@ -6,8 +6,8 @@ use std::fmt;
 use crate::env::ClientEnv;
 use crate::paths::DaemonPaths;
 use crate::pid::PidRecord;
-use crate::secret::SecretString;
 use crate::token::{TokenFileError, read_daemon_http_token};
+use paddock_secrets::SecretString;
 
 /// Paths on the daemon that take the token.
 pub const DAEMON_PATHS: [&str; 2] = ["/mcp", "/heartbeat"];

@@ -9,14 +9,12 @@ pub mod endpoint;
 pub mod env;
 pub mod paths;
 pub mod pid;
-pub mod private;
 pub mod request;
-pub mod secret;
 pub mod token;
 
 pub use endpoint::{AuthHeaders, daemon_http_auth_headers};
 pub use env::ClientEnv;
+pub use paddock_secrets::{SecretString, private};
 pub use paths::DaemonPaths;
 pub use pid::PidRecord;
-pub use secret::SecretString;
 pub use token::{TokenFileError, read_daemon_http_token};

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::env::ClientEnv;
-use crate::private::{PrivateDirError, ensure_private_dir, ensure_safe_parent};
+use paddock_secrets::private::{PrivateDirError, ensure_private_dir, ensure_safe_parent};
 
 /// Environment variable that isolates a daemon: sockets live there, and the suffix of every
 /// daemon file name derives from its absolute path.
@@ -139,15 +139,7 @@ pub fn state_dir(env: &ClientEnv) -> PathBuf {
     home.join(".local/state/paddock")
 }
 
-#[cfg(unix)]
-pub fn current_uid() -> u32 {
-    rustix::process::getuid().as_raw()
-}
-
-#[cfg(windows)]
-pub fn current_uid() -> u32 {
-    0
-}
+pub use paddock_secrets::current_uid;
 
 /// Lexically normalises an absolute path (drops `.`, folds `..`) the way `path.resolve` does,
 /// so that `/a/b/../c` and `/a/c` isolate to the same daemon.

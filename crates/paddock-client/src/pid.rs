@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::private::{PrivateFileError, open_private_file};
+use paddock_secrets::private::{PrivateFileError, open_private_file};
 
 /// The largest PID record read; a real one is a few hundred bytes.
 const MAX_RECORD_BYTES: u64 = 64 * 1024;

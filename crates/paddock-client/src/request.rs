@@ -15,8 +15,8 @@ use tokio::time::Instant;
 
 use crate::endpoint::classify_endpoint;
 use crate::env::ClientEnv;
-use crate::secret::SecretString;
 use crate::token::{TokenFileError, read_daemon_http_token};
+use paddock_secrets::SecretString;
 
 /// The longest `Retry-After` we honour in one step; a larger value is capped so that a client
 /// re-checks well before its deadline.

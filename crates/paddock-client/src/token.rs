@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::env::ClientEnv;
 use crate::paths::{DaemonPaths, HTTP_TOKEN_VAR};
-use crate::private::PrivateFileError;
-use crate::secret::SecretString;
+use paddock_secrets::SecretString;
+use paddock_secrets::private::PrivateFileError;
 
 /// The largest token file we read; a real one holds 43 characters.
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
@@ -99,7 +99,7 @@ pub fn read_token_file(path: &Path) -> Result<SecretString, TokenFileError> {
 
 /// Opens the token file through the shared private-file check.
 fn open_checked(path: &Path) -> Result<std::fs::File, TokenFileError> {
-    crate::private::open_private_file(path).map_err(TokenFileError::from)
+    paddock_secrets::private::open_private_file(path).map_err(TokenFileError::from)
 }
 
 impl From<PrivateFileError> for TokenFileError {

@@ -18,10 +18,10 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use paddock_client::SecretString;
 use paddock_credentials::{
     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, UpstreamConfig,
 };
+use paddock_secrets::SecretString;
 
 type BenchClient = Client<HttpConnector, Full<Bytes>>;
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;

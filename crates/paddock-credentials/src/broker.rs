@@ -4,14 +4,13 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
-use paddock_client::SecretString;
+use paddock_secrets::SecretString;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 use tokio_util::sync::CancellationToken;
@@ -451,34 +450,15 @@ fn check_launch_id(launch: &str) -> Result<(), CredentialError> {
     }
 }
 
-/// Creates `path` with mode 0600 from the first byte (`create_new` refuses an existing file or
-/// a planted symlink), creating its directory 0700 if needed.
+/// Creates the voucher file `path` with mode 0600, complete or not at all, refusing an
+/// existing file or a planted symlink; its directory is created 0700 if needed.
 fn write_private(path: &Path, contents: &[u8]) -> Result<(), CredentialError> {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-
-    let failed = |source| CredentialError::VoucherFile {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(failed)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(failed)?;
-    if let Err(error) = file.write_all(contents).and_then(|()| file.sync_all()) {
-        drop(file);
-        let _ = std::fs::remove_file(path);
-        return Err(failed(error));
-    }
-    Ok(())
+    paddock_secrets::file::write_private_new(path, contents).map_err(|source| {
+        CredentialError::VoucherFile {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// Which variables a launch gets; see [`CredentialBroker::launch_env`].

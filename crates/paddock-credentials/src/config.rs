@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, Uri};
-use paddock_client::SecretString;
+use paddock_secrets::SecretString;
 
 use crate::error::CredentialError;
 

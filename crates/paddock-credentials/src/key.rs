@@ -7,7 +7,7 @@ use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use paddock_client::SecretString;
+use paddock_secrets::SecretString;
 
 /// The largest key file read; keys are short, and a huge file is a mistake.
 const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
@@ -149,7 +149,7 @@ fn read_private_file(path: &Path) -> Result<String, KeyError> {
             path: path.to_path_buf(),
         });
     }
-    let uid = paddock_client::paths::current_uid();
+    let uid = paddock_secrets::current_uid();
     if metadata.uid() != uid {
         return Err(KeyError::FileNotOwned {
             path: path.to_path_buf(),

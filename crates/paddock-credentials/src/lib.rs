@@ -22,7 +22,7 @@
 //! the launch ends:
 //!
 //! ```
-//! # async fn launch(key: paddock_client::SecretString, launch_dir: &std::path::Path)
+//! # async fn launch(key: paddock_secrets::SecretString, launch_dir: &std::path::Path)
 //! # -> Result<(), paddock_credentials::CredentialError> {
 //! use paddock_credentials::{
 //!     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, LaunchEnvSpec,

@@ -7,25 +7,31 @@ use std::path::Path;
 use std::sync::Arc;
 
 use paddock_client::control::{
-    ControlCall, ControlErrorBody, ControlRequest, ControlResponse, StatusResult, read_frame,
-    write_frame,
+    ControlCall, ControlError, ControlRequest, ControlResponse, CredentialsRevokeParams,
+    DevicesListResult, DevicesWarmParams, DevicesWarmResult, ErrorCode, McpConnectParams,
+    McpConnectResult, PiiAddParams, PiiBotParams, PiiFilter, PiiFilterParams, PiiListResult,
+    PiiRedactResult, PiiSetEnabledParams, PiiTextParams, RevokedResult, StatusResult, StopResult,
+    VoucherListResult, read_frame, write_frame,
 };
+use serde::Serialize;
 use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
-use crate::pii::PiiOperation;
 use crate::subsystem::BoxFuture;
 
-/// What the control socket needs from the daemon.
+/// The control methods, typed as `paddock_client::control` defines them. The daemon's
+/// implementation ([`crate::run::ControlServices`]) hands each method to the subsystem that
+/// owns it; the socket server here only decodes requests and encodes answers.
 pub trait ControlHandler: Send + Sync + 'static {
+    /// `daemon/status`.
     fn status(&self) -> StatusResult;
-    /// Asks the daemon to shut down gracefully.
+    /// `daemon/stop`: begins a graceful shutdown.
     fn request_stop(&self);
-    /// Checks an `mcp/connect` session id; the error message goes back to the client.
-    fn check_mcp_session(&self, session_id: &str) -> Result<(), String>;
+    /// `mcp/connect`: checks the session id before the connection switches to MCP.
+    fn check_mcp_session(&self, params: &McpConnectParams) -> Result<(), ControlError>;
     /// Serves MCP on the rest of the connection.
     fn serve_mcp(
         &self,
@@ -33,29 +39,48 @@ pub trait ControlHandler: Send + Sync + 'static {
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) -> BoxFuture<'static, ()>;
-    /// The device pool and its sessions.
-    fn devices_list(&self) -> serde_json::Value;
-    /// Boots warm devices, sending a progress line as each is ready.
+    /// `devices/list`.
+    fn devices_list(&self) -> DevicesListResult;
+    /// `devices/warm`, sending a progress line as each device is ready.
     fn devices_warm(
         &self,
-        count: usize,
-        platform: String,
-        profile: Option<String>,
-        progress: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> BoxFuture<'static, Result<serde_json::Value, String>>;
-    /// The live credential vouchers (never their values).
-    fn credentials_list(&self) -> serde_json::Value;
-    /// Revokes one voucher or a launch's; the error is `(code, message)`.
+        params: DevicesWarmParams,
+        progress: mpsc::UnboundedSender<String>,
+    ) -> BoxFuture<'static, Result<DevicesWarmResult, ControlError>>;
+    /// `credentials/list`: the live vouchers (never their values).
+    fn credentials_list(&self) -> VoucherListResult;
+    /// `credentials/revoke`.
     fn credentials_revoke(
         &self,
-        id: Option<String>,
-        launch: Option<String>,
-    ) -> Result<serde_json::Value, (&'static str, String)>;
-    /// Performs a `pii/*` operation; the error is `(code, message)` and never holds text.
-    fn pii(
+        params: CredentialsRevokeParams,
+    ) -> Result<RevokedResult, ControlError>;
+    /// `pii/list`.
+    fn pii_list(
         &self,
-        operation: PiiOperation,
-    ) -> BoxFuture<'static, Result<serde_json::Value, (&'static str, String)>>;
+        params: PiiBotParams,
+    ) -> BoxFuture<'static, Result<PiiListResult, ControlError>>;
+    /// `pii/add`.
+    fn pii_add(&self, params: PiiAddParams) -> BoxFuture<'static, Result<PiiFilter, ControlError>>;
+    /// `pii/setEnabled`.
+    fn pii_set_enabled(
+        &self,
+        params: PiiSetEnabledParams,
+    ) -> BoxFuture<'static, Result<PiiListResult, ControlError>>;
+    /// `pii/delete`.
+    fn pii_delete(
+        &self,
+        params: PiiFilterParams,
+    ) -> BoxFuture<'static, Result<PiiListResult, ControlError>>;
+    /// `pii/test`.
+    fn pii_test(
+        &self,
+        params: PiiTextParams,
+    ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>>;
+    /// `pii/redact`.
+    fn pii_redact(
+        &self,
+        params: PiiTextParams,
+    ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>>;
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -130,8 +155,10 @@ async fn refuse_busy(stream: UnixStream) {
     let (_, mut writer) = stream.into_split();
     let response = error_response(
         None,
-        "busy",
-        &format!("the daemon already serves {MAX_CONTROL_CONNECTIONS} control connections"),
+        ControlError::new(
+            ErrorCode::Busy,
+            format!("the daemon already serves {MAX_CONTROL_CONNECTIONS} control connections"),
+        ),
     );
     let _ = tokio::time::timeout(
         std::time::Duration::from_secs(1),
@@ -149,8 +176,10 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
             &mut writer,
             &error_response(
                 None,
-                "forbidden",
-                "control socket peer is not the daemon's user",
+                ControlError::new(
+                    ErrorCode::Forbidden,
+                    "control socket peer is not the daemon's user",
+                ),
             ),
         )
         .await;
@@ -165,7 +194,10 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 debug!(%error, "control connection closed on a bad frame");
                 let _ = write_frame(
                     &mut writer,
-                    &error_response(None, "invalid_frame", &error.to_string()),
+                    &error_response(
+                        None,
+                        ControlError::new(ErrorCode::InvalidFrame, error.to_string()),
+                    ),
                 )
                 .await;
                 return;
@@ -177,7 +209,10 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 let id = serde_json::from_slice::<serde_json::Value>(&frame)
                     .ok()
                     .and_then(|value| value.get("id").and_then(serde_json::Value::as_u64));
-                let response = error_response(id, "invalid_request", &error.to_string());
+                let response = error_response(
+                    id,
+                    ControlError::new(ErrorCode::InvalidRequest, error.to_string()),
+                );
                 if write_frame(&mut writer, &response).await.is_err() {
                     return;
                 }
@@ -185,133 +220,109 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
             }
         };
         let id = Some(request.id);
-        match request.call {
-            ControlCall::Status => {
-                let response = match serde_json::to_value(handler.status()) {
-                    Ok(result) => ok_response(id, result),
-                    Err(error) => error_response(id, "internal", &error.to_string()),
-                };
-                if write_frame(&mut writer, &response).await.is_err() {
-                    return;
-                }
-            }
+        let response = match request.call {
+            ControlCall::Status => answer(id, Ok(handler.status())),
             ControlCall::Stop => {
-                let response = ok_response(id, serde_json::json!({ "stopping": true }));
+                let response = answer(id, Ok(StopResult { stopping: true }));
                 // Stop only after the answer is written, so the caller learns it was accepted.
                 let _ = write_frame(&mut writer, &response).await;
                 handler.request_stop();
+                continue;
             }
-            ControlCall::DevicesList => {
-                let response = ok_response(id, handler.devices_list());
-                if write_frame(&mut writer, &response).await.is_err() {
-                    return;
+            ControlCall::DevicesList => answer(id, Ok(handler.devices_list())),
+            ControlCall::DevicesWarm(params) => {
+                let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+                let work = handler.devices_warm(params, progress_tx);
+                match with_progress(id, &mut writer, work, progress_rx).await {
+                    Some(outcome) => answer(id, outcome),
+                    None => return,
                 }
             }
-            ControlCall::DevicesWarm {
-                count,
-                platform,
-                profile,
-            } => {
-                let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
-                let mut work = handler.devices_warm(count, platform, profile, progress_tx);
-                let outcome = loop {
-                    tokio::select! {
-                        outcome = &mut work => break outcome,
-                        Some(message) = progress_rx.recv() => {
-                            let frame = ControlResponse { id, result: None, error: None, progress: Some(message) };
-                            if write_frame(&mut writer, &frame).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                };
-                while let Ok(message) = progress_rx.try_recv() {
-                    let frame = ControlResponse {
-                        id,
-                        result: None,
-                        error: None,
-                        progress: Some(message),
-                    };
-                    let _ = write_frame(&mut writer, &frame).await;
-                }
-                let response = match outcome {
-                    Ok(result) => ok_response(id, result),
-                    Err(message) => error_response(id, "device_error", &message),
-                };
-                if write_frame(&mut writer, &response).await.is_err() {
-                    return;
-                }
+            ControlCall::CredentialsList => answer(id, Ok(handler.credentials_list())),
+            ControlCall::CredentialsRevoke(params) => {
+                answer(id, handler.credentials_revoke(params))
             }
-            ControlCall::CredentialsList => {
-                let response = ok_response(id, handler.credentials_list());
-                if write_frame(&mut writer, &response).await.is_err() {
-                    return;
-                }
-            }
-            ControlCall::CredentialsRevoke {
-                id: voucher,
-                launch,
-            } => {
-                let response = match handler.credentials_revoke(voucher, launch) {
-                    Ok(result) => ok_response(id, result),
-                    Err((code, message)) => error_response(id, code, &message),
-                };
-                if write_frame(&mut writer, &response).await.is_err() {
-                    return;
-                }
-            }
-            call @ (ControlCall::PiiList { .. }
-            | ControlCall::PiiAdd { .. }
-            | ControlCall::PiiSetEnabled { .. }
-            | ControlCall::PiiDelete { .. }
-            | ControlCall::PiiTest { .. }
-            | ControlCall::PiiRedact { .. }) => {
-                let response = match PiiOperation::from_call(call) {
-                    Some(operation) => match handler.pii(operation).await {
-                        Ok(result) => ok_response(id, result),
-                        Err((code, message)) => error_response(id, code, &message),
-                    },
-                    None => error_response(id, "internal", "not a `pii/*` method"),
-                };
-                if write_frame(&mut writer, &response).await.is_err() {
-                    return;
-                }
-            }
-            ControlCall::McpConnect { session_id } => {
-                if let Err(message) = handler.check_mcp_session(&session_id) {
-                    let _ =
-                        write_frame(&mut writer, &error_response(id, "invalid_params", &message))
-                            .await;
+            ControlCall::PiiList(params) => answer(id, handler.pii_list(params).await),
+            ControlCall::PiiAdd(params) => answer(id, handler.pii_add(params).await),
+            ControlCall::PiiSetEnabled(params) => answer(id, handler.pii_set_enabled(params).await),
+            ControlCall::PiiDelete(params) => answer(id, handler.pii_delete(params).await),
+            ControlCall::PiiTest(params) => answer(id, handler.pii_test(params).await),
+            ControlCall::PiiRedact(params) => answer(id, handler.pii_redact(params).await),
+            ControlCall::McpConnect(params) => {
+                if let Err(error) = handler.check_mcp_session(&params) {
+                    let _ = write_frame(&mut writer, &error_response(id, error)).await;
                     continue;
                 }
-                let response = ok_response(id, serde_json::json!({ "session_id": session_id }));
+                let response = answer(
+                    id,
+                    Ok(McpConnectResult {
+                        session_id: params.session_id.clone(),
+                    }),
+                );
                 if write_frame(&mut writer, &response).await.is_err() {
                     return;
                 }
-                handler.serve_mcp(session_id, reader, writer).await;
+                handler.serve_mcp(params.session_id, reader, writer).await;
                 return;
             }
+        };
+        if write_frame(&mut writer, &response).await.is_err() {
+            return;
         }
     }
 }
 
-fn ok_response(id: Option<u64>, result: serde_json::Value) -> ControlResponse {
-    ControlResponse {
+/// Runs `work`, writing each progress message as an interim frame; `None` when the client is
+/// gone.
+async fn with_progress<T>(
+    id: Option<u64>,
+    writer: &mut OwnedWriteHalf,
+    mut work: BoxFuture<'static, Result<T, ControlError>>,
+    mut progress: mpsc::UnboundedReceiver<String>,
+) -> Option<Result<T, ControlError>> {
+    let progress_frame = |message: String| ControlResponse {
         id,
-        result: Some(result),
+        result: None,
         error: None,
-        progress: None,
+        progress: Some(message),
+    };
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut work => break outcome,
+            Some(message) = progress.recv() => {
+                if write_frame(writer, &progress_frame(message)).await.is_err() {
+                    return None;
+                }
+            }
+        }
+    };
+    while let Ok(message) = progress.try_recv() {
+        let _ = write_frame(writer, &progress_frame(message)).await;
+    }
+    Some(outcome)
+}
+
+/// The answer frame for a typed outcome.
+fn answer<T: Serialize>(id: Option<u64>, outcome: Result<T, ControlError>) -> ControlResponse {
+    match outcome.and_then(|result| {
+        serde_json::to_value(result)
+            .map_err(|error| ControlError::new(ErrorCode::Internal, error.to_string()))
+    }) {
+        Ok(result) => ControlResponse {
+            id,
+            result: Some(result),
+            error: None,
+            progress: None,
+        },
+        Err(error) => error_response(id, error),
     }
 }
 
-fn error_response(id: Option<u64>, code: &str, message: &str) -> ControlResponse {
+fn error_response(id: Option<u64>, error: ControlError) -> ControlResponse {
     ControlResponse {
         id,
         result: None,
-        error: Some(ControlErrorBody {
-            code: code.to_owned(),
-            message: message.to_owned(),
-        }),
+        error: Some(error),
         progress: None,
     }
 }

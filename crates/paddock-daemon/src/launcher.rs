@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use paddock_client::control::{ControlCall, ControlClient, StatusResult};
+use paddock_client::control::{ControlClient, DaemonStop, StatusResult};
 use paddock_client::pid::ProcessMismatch;
 use paddock_client::{DaemonPaths, PidRecord};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -157,7 +157,7 @@ pub async fn stop(paths: &DaemonPaths, timeout: Duration) -> anyhow::Result<Stop
         .map(|record| (record.pid, record.verify_process()));
     let asked = match ControlClient::connect(&paths.socket).await {
         Ok(mut client) => client
-            .call(ControlCall::Stop, CONTROL_TIMEOUT)
+            .request::<DaemonStop>((), CONTROL_TIMEOUT)
             .await
             .is_ok(),
         Err(error) if error.is_impersonation() => return Err(error.into()),

@@ -3,6 +3,7 @@
 //! plug in through [`Subsystem`].
 
 pub mod control;
+pub mod credentials;
 pub mod devices;
 pub mod files;
 pub mod launcher;
@@ -10,6 +11,7 @@ pub mod lock;
 pub mod mcp;
 pub mod pii;
 pub mod run;
+pub mod services;
 pub mod stdio_proxy;
 pub mod subsystem;
 

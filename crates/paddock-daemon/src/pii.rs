@@ -1,5 +1,5 @@
 //! The daemon's PII pipelines: one `PiiService` over `<stateDir>/daemons/<machineId>/`, the
-//! machine id it is keyed by, and the `pii/*` control-socket operations.
+//! machine id it is keyed by, and the `pii/*` control-socket methods, served here.
 //!
 //! Every operation runs on a blocking thread (plugins compile and run for up to their time
 //! limit) behind a task boundary: a panic becomes an `internal` error for that request only.
@@ -7,11 +7,13 @@
 //! here logs a text, a plugin source or a result.
 
 use std::io::{self, Read as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use paddock_client::control::{
-    ControlCall, PiiFilter, PiiFilterKind, PiiListResult, PiiRedactResult, SensitiveText,
+    ControlError, ErrorCode, Method as _, PiiAdd, PiiAddParams, PiiBotParams, PiiDelete, PiiFilter,
+    PiiFilterKind, PiiFilterParams, PiiList, PiiListResult, PiiRedact, PiiRedactResult,
+    PiiSetEnabled, PiiSetEnabledParams, PiiTest, PiiTextParams,
 };
 use paddock_pii::{
     BotId, FilterInfo, FilterKind, PiiConfig, PiiError, PiiService, PipelineView, PluginLimits,
@@ -21,82 +23,6 @@ use tracing::{info, warn};
 
 /// The machine id's file name in the state directory.
 pub const MACHINE_ID_FILE: &str = "machine-id";
-
-/// A failed `pii/*` operation: a wire error code and a message that holds no text value.
-pub type PiiFailure = (&'static str, String);
-
-/// One `pii/*` request, decoded from the control socket.
-#[derive(Debug)]
-pub enum PiiOperation {
-    List {
-        bot: String,
-    },
-    Add {
-        bot: String,
-        source: SensitiveText,
-        description: String,
-    },
-    SetEnabled {
-        bot: String,
-        filter_id: String,
-        enabled: bool,
-    },
-    Delete {
-        bot: String,
-        filter_id: String,
-    },
-    Test {
-        bot: String,
-        text: SensitiveText,
-    },
-    Redact {
-        bot: String,
-        text: SensitiveText,
-    },
-}
-
-impl PiiOperation {
-    /// The operation a `pii/*` control call asks for; `None` for every other method.
-    pub fn from_call(call: ControlCall) -> Option<PiiOperation> {
-        Some(match call {
-            ControlCall::PiiList { bot } => Self::List { bot },
-            ControlCall::PiiAdd {
-                bot,
-                source,
-                description,
-            } => Self::Add {
-                bot,
-                source,
-                description,
-            },
-            ControlCall::PiiSetEnabled {
-                bot,
-                filter_id,
-                enabled,
-            } => Self::SetEnabled {
-                bot,
-                filter_id,
-                enabled,
-            },
-            ControlCall::PiiDelete { bot, filter_id } => Self::Delete { bot, filter_id },
-            ControlCall::PiiTest { bot, text } => Self::Test { bot, text },
-            ControlCall::PiiRedact { bot, text } => Self::Redact { bot, text },
-            _ => return None,
-        })
-    }
-
-    /// The control-socket method, for errors and logs.
-    fn method(&self) -> &'static str {
-        match self {
-            Self::List { .. } => "pii/list",
-            Self::Add { .. } => "pii/add",
-            Self::SetEnabled { .. } => "pii/setEnabled",
-            Self::Delete { .. } => "pii/delete",
-            Self::Test { .. } => "pii/test",
-            Self::Redact { .. } => "pii/redact",
-        }
-    }
-}
 
 /// The daemon's PII service, or why it could not be created (a broken `machine-id` file).
 /// In the latter case the daemon still runs; every `pii/*` call answers `pii_unavailable`.
@@ -127,24 +53,99 @@ impl PiiHost {
         PiiHost { service }
     }
 
-    /// Performs one operation and returns its wire answer.
-    pub async fn handle(&self, operation: PiiOperation) -> Result<serde_json::Value, PiiFailure> {
+    /// `pii/list`.
+    pub async fn list(&self, params: PiiBotParams) -> Result<PiiListResult, ControlError> {
+        self.blocking(PiiList::NAME, move |service| {
+            let bot = bot_id(&params.bot)?;
+            let view = service.list(&bot).map_err(failure)?;
+            Ok(list_result(&bot, view))
+        })
+        .await
+    }
+
+    /// `pii/add`.
+    pub async fn add(&self, params: PiiAddParams) -> Result<PiiFilter, ControlError> {
+        self.blocking(PiiAdd::NAME, move |service| {
+            let bot = bot_id(&params.bot)?;
+            let added = service
+                .add(&bot, params.source.expose(), &params.description)
+                .map_err(failure)?;
+            info!(bot = %bot, filter = %added.id, "PII plugin filter added");
+            Ok(filter(&added))
+        })
+        .await
+    }
+
+    /// `pii/setEnabled`: answers the list after the change.
+    pub async fn set_enabled(
+        &self,
+        params: PiiSetEnabledParams,
+    ) -> Result<PiiListResult, ControlError> {
+        self.blocking(PiiSetEnabled::NAME, move |service| {
+            let bot = bot_id(&params.bot)?;
+            service
+                .set_enabled(&bot, &params.filter_id, params.enabled)
+                .map_err(failure)?;
+            info!(bot = %bot, filter = %params.filter_id, enabled = params.enabled, "PII filter switched");
+            let view = service.list(&bot).map_err(failure)?;
+            Ok(list_result(&bot, view))
+        })
+        .await
+    }
+
+    /// `pii/delete`: answers the list after the change.
+    pub async fn delete(&self, params: PiiFilterParams) -> Result<PiiListResult, ControlError> {
+        self.blocking(PiiDelete::NAME, move |service| {
+            let bot = bot_id(&params.bot)?;
+            service.delete(&bot, &params.filter_id).map_err(failure)?;
+            info!(bot = %bot, filter = %params.filter_id, "PII filter deleted");
+            let view = service.list(&bot).map_err(failure)?;
+            Ok(list_result(&bot, view))
+        })
+        .await
+    }
+
+    /// `pii/test`: the playground.
+    pub async fn test(&self, params: PiiTextParams) -> Result<PiiRedactResult, ControlError> {
+        self.blocking(PiiTest::NAME, move |service| {
+            let bot = bot_id(&params.bot)?;
+            let redacted = service.test(&bot, params.text.expose()).map_err(failure)?;
+            Ok(redact_result(redacted))
+        })
+        .await
+    }
+
+    /// `pii/redact`.
+    pub async fn redact(&self, params: PiiTextParams) -> Result<PiiRedactResult, ControlError> {
+        self.blocking(PiiRedact::NAME, move |service| {
+            let bot = bot_id(&params.bot)?;
+            let redacted = service.run(&bot, params.text.expose()).map_err(failure)?;
+            Ok(redact_result(redacted))
+        })
+        .await
+    }
+
+    /// Runs `work` on a blocking thread behind a task boundary: a panic becomes an `internal`
+    /// error for this request only (its payload is not logged: it could quote the text).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        method: &'static str,
+        work: impl FnOnce(&PiiService) -> Result<T, ControlError> + Send + 'static,
+    ) -> Result<T, ControlError> {
         let service = self.service.clone().map_err(|reason| {
-            (
-                "pii_unavailable",
+            ControlError::new(
+                ErrorCode::PiiUnavailable,
                 format!(
                     "PII pipelines are unavailable: {reason}; fix or remove the file and restart the daemon"
                 ),
             )
         })?;
-        let method = operation.method();
-        match tokio::task::spawn_blocking(move || perform(&service, operation)).await {
+        match tokio::task::spawn_blocking(move || work(&service)).await {
             Ok(answer) => answer,
             Err(_) => {
-                // The panic payload is not logged: it could quote the text being filtered.
                 warn!(method, "a PII operation panicked; the daemon continues");
-                Err((
-                    "internal",
+                Err(ControlError::new(
+                    ErrorCode::Internal,
                     format!("`{method}` failed unexpectedly; nothing was changed or sent"),
                 ))
             }
@@ -152,81 +153,25 @@ impl PiiHost {
     }
 }
 
-fn perform(service: &PiiService, operation: PiiOperation) -> Result<serde_json::Value, PiiFailure> {
-    match operation {
-        PiiOperation::List { bot } => {
-            let bot = bot_id(&bot)?;
-            let view = service.list(&bot).map_err(failure)?;
-            to_json(&list_result(&bot, view))
-        }
-        PiiOperation::Add {
-            bot,
-            source,
-            description,
-        } => {
-            let bot = bot_id(&bot)?;
-            let added = service
-                .add(&bot, source.expose(), &description)
-                .map_err(failure)?;
-            info!(bot = %bot, filter = %added.id, "PII plugin filter added");
-            to_json(&filter(&added))
-        }
-        PiiOperation::SetEnabled {
-            bot,
-            filter_id,
-            enabled,
-        } => {
-            let bot = bot_id(&bot)?;
-            service
-                .set_enabled(&bot, &filter_id, enabled)
-                .map_err(failure)?;
-            info!(bot = %bot, filter = %filter_id, enabled, "PII filter switched");
-            let view = service.list(&bot).map_err(failure)?;
-            to_json(&list_result(&bot, view))
-        }
-        PiiOperation::Delete { bot, filter_id } => {
-            let bot = bot_id(&bot)?;
-            service.delete(&bot, &filter_id).map_err(failure)?;
-            info!(bot = %bot, filter = %filter_id, "PII filter deleted");
-            let view = service.list(&bot).map_err(failure)?;
-            to_json(&list_result(&bot, view))
-        }
-        PiiOperation::Test { bot, text } => {
-            let bot = bot_id(&bot)?;
-            let redacted = service.test(&bot, text.expose()).map_err(failure)?;
-            to_json(&redact_result(redacted))
-        }
-        PiiOperation::Redact { bot, text } => {
-            let bot = bot_id(&bot)?;
-            let redacted = service.run(&bot, text.expose()).map_err(failure)?;
-            to_json(&redact_result(redacted))
-        }
-    }
-}
-
-fn bot_id(bot: &str) -> Result<BotId, PiiFailure> {
+fn bot_id(bot: &str) -> Result<BotId, ControlError> {
     BotId::new(bot).map_err(failure)
 }
 
 /// The wire code of a `PiiError`; its message is safe to show (it names bots, filters, paths
 /// and kinds of failure, never a text value).
-fn failure(error: PiiError) -> PiiFailure {
+fn failure(error: PiiError) -> ControlError {
     let code = if error.is_invalid_input() {
-        "invalid_params"
+        ErrorCode::InvalidParams
     } else if error.is_not_found() {
-        "not_found"
+        ErrorCode::NotFound
     } else if error.is_corrupt_pipeline() {
-        "corrupt_pipeline"
+        ErrorCode::CorruptPipeline
     } else if error.is_filter_failure() {
-        "filter_failed"
+        ErrorCode::FilterFailed
     } else {
-        "internal"
+        ErrorCode::Internal
     };
-    (code, error.to_string())
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, PiiFailure> {
-    serde_json::to_value(value).map_err(|error| ("internal", error.to_string()))
+    ControlError::new(code, error.to_string())
 }
 
 fn list_result(bot: &BotId, view: PipelineView) -> PiiListResult {
@@ -309,22 +254,13 @@ fn read_machine_id(path: &Path) -> io::Result<String> {
     }
 }
 
-/// Writes `content` to `path` unless the file exists: a private temporary file hard-linked
-/// into place, so no reader ever sees a partial id and an existing id is never replaced.
+/// Writes `content` to `path` unless the file exists (complete or not at all, and an existing
+/// id is never replaced).
 fn publish_once(path: &Path, content: &str) -> io::Result<()> {
-    let parent = path
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    crate::files::create_private_dir(&parent)?;
-    let temp = parent.join(format!(".{MACHINE_ID_FILE}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    crate::files::publish_private(&temp, format!("{content}\n").as_bytes())?;
-    let linked = match std::fs::hard_link(&temp, path) {
+    match paddock_secrets::file::write_private_new(path, format!("{content}\n").as_bytes()) {
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         other => other,
-    };
-    let _ = std::fs::remove_file(&temp);
-    linked
+    }
 }
 
 #[cfg(test)]
@@ -384,12 +320,12 @@ mod tests {
         std::fs::write(root.path().join(MACHINE_ID_FILE), "bad/id").unwrap();
         let host = PiiHost::open(root.path());
         let answer = host
-            .handle(PiiOperation::List {
+            .list(PiiBotParams {
                 bot: "helper".into(),
             })
             .await;
         assert!(
-            matches!(&answer, Err(("pii_unavailable", message)) if message.contains("machine-id")),
+            matches!(&answer, Err(ControlError { code: ErrorCode::PiiUnavailable, message }) if message.contains("machine-id")),
             "{answer:?}"
         );
     }

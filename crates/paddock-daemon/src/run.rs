@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use paddock_client::control::{DaemonState, StatusResult};
 use paddock_client::{ClientEnv, DaemonPaths, PidRecord, SecretString};
-use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, VoucherInfo};
+use paddock_credentials::{CredentialBroker, CredentialBrokerConfig};
 use paddock_ingress::{BoundIngress, IngressConfig};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
@@ -19,18 +19,17 @@ use paddock_devices::{Pool, PoolConfig};
 use paddock_store::Store;
 use paddock_tools::discovery::SelectionInput;
 use paddock_tools::{
-    Policy, PolicyProfile, ProcessOptions, Registry, RegistryConfig, SessionKey, StartupSelection,
+    Policy, PolicyProfile, ProcessOptions, Registry, RegistryConfig, StartupSelection,
     StderrAuditSink,
 };
-use tokio::io::BufReader;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use crate::control::{ControlHandler, bind_control_socket, serve_control};
+use crate::control::{ControlHandler as _, bind_control_socket, serve_control};
 use crate::devices::PoolSubsystem;
 use crate::files;
 use crate::lock::{InstanceLock, LockAttempt};
 use crate::mcp::McpHost;
-use crate::pii::{PiiHost, PiiOperation};
+use crate::pii::PiiHost;
+use crate::services::{ControlServices, DaemonFacts};
 use crate::subsystem::{BoxFuture, Subsystem};
 
 /// How long a failed daemon keeps answering `503 Daemon startup failed` before it exits, so
@@ -152,180 +151,6 @@ impl Subsystem for FaultInjection {
     }
 }
 
-struct Runtime {
-    pool: Pool,
-    pid: u32,
-    started: Instant,
-    state: watch::Receiver<DaemonState>,
-    http_endpoint: String,
-    paths: DaemonPaths,
-    stop_tx: mpsc::Sender<()>,
-    mcp: Arc<McpHost>,
-    /// Mints nothing by itself: the agent driver mints a voucher per launch.
-    credentials: CredentialBroker,
-    /// Every bot's PII pipeline on this machine.
-    pii: PiiHost,
-}
-
-impl ControlHandler for Runtime {
-    fn status(&self) -> StatusResult {
-        StatusResult {
-            pid: self.pid,
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            state: *self.state.borrow(),
-            http_endpoint: Some(self.http_endpoint.clone()),
-            socket: self.paths.socket.clone(),
-        }
-    }
-
-    fn request_stop(&self) {
-        let _ = self.stop_tx.try_send(());
-    }
-
-    fn check_mcp_session(&self, session_id: &str) -> Result<(), String> {
-        SessionKey::parse(session_id)
-            .map(drop)
-            .map_err(|error| error.to_string())
-    }
-
-    fn devices_list(&self) -> serde_json::Value {
-        let devices: Vec<serde_json::Value> = self
-            .pool
-            .list(None)
-            .into_iter()
-            .map(|device| {
-                serde_json::json!({
-                    "id": device.id,
-                    "platform": device.platform.as_str(),
-                    "profile": device.profile,
-                    "state": device.state.as_str(),
-                    "session": device.session,
-                    "pid": device.pid,
-                })
-            })
-            .collect();
-        serde_json::json!({ "devices": devices, "defaultProfile": self.pool.default_profile() })
-    }
-
-    fn devices_warm(
-        &self,
-        count: usize,
-        platform: String,
-        profile: Option<String>,
-        progress: mpsc::UnboundedSender<String>,
-    ) -> BoxFuture<'static, Result<serde_json::Value, String>> {
-        let pool = self.pool.clone();
-        Box::pin(async move {
-            if platform != "web" {
-                return Err(format!(
-                    "no `{platform}` devices can be warmed: this release drives web devices only"
-                ));
-            }
-            if !(1..=16).contains(&count) {
-                return Err("warm 1 to 16 devices at a time".to_owned());
-            }
-            let ids = pool
-                .warm(count, profile.as_deref(), |done, id| {
-                    let _ = progress.send(format!("{done}/{count} warm: {id}"));
-                })
-                .await
-                .map_err(|error| error.to_string())?;
-            Ok(serde_json::json!({ "warmed": ids }))
-        })
-    }
-
-    fn credentials_list(&self) -> serde_json::Value {
-        let vouchers: Vec<serde_json::Value> =
-            self.credentials.list().iter().map(voucher_json).collect();
-        serde_json::json!({ "vouchers": vouchers })
-    }
-
-    fn credentials_revoke(
-        &self,
-        id: Option<String>,
-        launch: Option<String>,
-    ) -> Result<serde_json::Value, (&'static str, String)> {
-        let revoked = match (id, launch) {
-            (Some(id), None) => vec![
-                self.credentials
-                    .revoke(&id)
-                    .map_err(|error| ("not_found", error.to_string()))?,
-            ],
-            (None, Some(launch)) => {
-                let revoked = self.credentials.revoke_launch(&launch);
-                if revoked.is_empty() {
-                    return Err((
-                        "not_found",
-                        format!("launch `{launch}` holds no live vouchers"),
-                    ));
-                }
-                revoked
-            }
-            _ => {
-                return Err((
-                    "invalid_params",
-                    "name exactly one of a voucher id or a launch".to_owned(),
-                ));
-            }
-        };
-        for voucher in &revoked {
-            info!(voucher = %voucher.id, launch = %voucher.launch, "voucher revoked over the control socket");
-        }
-        let revoked: Vec<serde_json::Value> = revoked.iter().map(voucher_json).collect();
-        Ok(serde_json::json!({ "revoked": revoked }))
-    }
-
-    fn pii(
-        &self,
-        operation: PiiOperation,
-    ) -> BoxFuture<'static, Result<serde_json::Value, (&'static str, String)>> {
-        let pii = self.pii.clone();
-        Box::pin(async move { pii.handle(operation).await })
-    }
-
-    fn serve_mcp(
-        &self,
-        session_id: String,
-        reader: BufReader<OwnedReadHalf>,
-        writer: OwnedWriteHalf,
-    ) -> BoxFuture<'static, ()> {
-        let mcp = self.mcp.clone();
-        Box::pin(async move {
-            if let Ok(session) = SessionKey::parse(&session_id) {
-                mcp.serve_socket(session, reader, writer).await;
-            }
-        })
-    }
-}
-
-/// The wire shape of a voucher in `credentials/*` answers: never its value.
-fn voucher_json(info: &VoucherInfo) -> serde_json::Value {
-    let capabilities: Vec<serde_json::Value> = info
-        .capabilities
-        .grants()
-        .iter()
-        .map(|grant| {
-            serde_json::json!({
-                "upstream": grant.upstream(),
-                "method": grant.method(),
-                "pathPrefix": grant.path_prefix(),
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "id": info.id,
-        "launch": info.launch,
-        "capabilities": capabilities,
-        "ageMs": u64::try_from(info.age.as_millis()).unwrap_or(u64::MAX),
-        "mintedAtUnixMs": info
-            .minted_at
-            .duration_since(UNIX_EPOCH)
-            .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0),
-    })
-}
-
 /// Generates a fresh token: 32 random bytes, base64url without padding (256 bits).
 pub fn generate_token() -> anyhow::Result<SecretString> {
     let mut bytes = [0u8; 32];
@@ -406,14 +231,16 @@ pub async fn run(
     info!(pid, port, socket = %paths.socket.display(), "listening; starting subsystems");
 
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-    let runtime = Arc::new(Runtime {
+    let runtime = Arc::new(ControlServices {
+        daemon: DaemonFacts {
+            pid,
+            started,
+            state: state_rx.clone(),
+            http_endpoint: http_endpoint.clone(),
+            socket: paths.socket.clone(),
+            stop: stop_tx,
+        },
         pool: pool.clone(),
-        pid,
-        started,
-        state: state_rx.clone(),
-        http_endpoint: http_endpoint.clone(),
-        paths: paths.clone(),
-        stop_tx,
         mcp: mcp.clone(),
         credentials: credentials.clone(),
         pii,

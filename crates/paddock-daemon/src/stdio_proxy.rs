@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use paddock_client::DaemonPaths;
 use paddock_client::control::{
-    ControlCall, ControlClientError, ControlRequest, ControlResponse, connect_socket, read_frame,
+    ControlClientError, ControlRequest, ControlResponse, McpConnect, McpConnectParams, Method as _,
+    connect_socket, read_frame,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -177,9 +178,9 @@ async fn try_connect(paths: &DaemonPaths, session_id: &str) -> anyhow::Result<Co
     let mut reader = BufReader::new(read);
     let request = ControlRequest {
         id: 1,
-        call: ControlCall::McpConnect {
+        call: McpConnect::call(McpConnectParams {
             session_id: session_id.to_owned(),
-        },
+        }),
     };
     write_line(&mut writer, &request).await?;
     let frame = read_frame(&mut reader)

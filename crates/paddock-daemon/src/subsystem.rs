@@ -1,11 +1,8 @@
 //! The hooks through which subsystems join the daemon's lifecycle: device discovery and session
 //! rehydration during startup, and teardown during shutdown.
 
-use std::future::Future;
-use std::pin::Pin;
-
-/// A boxed future, so that subsystems stay object-safe.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future: `futures-util`'s alias, the one every crate of the workspace uses.
+pub use futures_util::future::BoxFuture;
 
 /// A part of the daemon with startup and shutdown work. The daemon runs every subsystem's
 /// `discover_devices`, then every `rehydrate_sessions`, before it publishes its token; it runs

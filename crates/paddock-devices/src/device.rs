@@ -1,13 +1,12 @@
 //! The platform-neutral device model: observations, actions and errors.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use crate::profile::{AppConfig, Profile};
 
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future: `futures-util`'s alias, the one every crate of the workspace uses.
+pub use futures_util::future::BoxFuture;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Platform {

@@ -277,7 +277,10 @@ impl Pool {
                         lost: true,
                     },
                 );
-                let _ = inner.store.end_device_binding(&session, "lost");
+                persist(&inner.store, move |store| {
+                    store.end_device_binding(&session, "lost")
+                })
+                .await;
             }
             inner.wake.notify_one();
         });
@@ -345,12 +348,16 @@ impl Pool {
             }
         };
         self.inner.wake.notify_one();
-        if let Err(error) =
-            self.inner
-                .store
-                .bind_device(session, device.id(), "web", &self.inner.instance)
         {
-            warn!(%error, "could not persist a device binding");
+            let (session, device_id, instance) = (
+                session.to_owned(),
+                device.id().to_owned(),
+                self.inner.instance.clone(),
+            );
+            persist(&self.inner.store, move |store| {
+                store.bind_device(&session, &device_id, "web", &instance)
+            })
+            .await;
         }
         lock(&self.inner.sessions).insert(
             session.to_owned(),
@@ -389,12 +396,9 @@ impl Pool {
             None => {
                 drop(sessions);
                 match self.inner.store.device_binding(session) {
-                    Ok(Some(binding)) if binding.state == "ended_by_restart" => {
-                        Err(DeviceError::Lost(
-                            "the daemon restarted, which ended this session; do not retry it"
-                                .into(),
-                        ))
-                    }
+                    Some(binding) if binding.state == "ended_by_restart" => Err(DeviceError::Lost(
+                        "the daemon restarted, which ended this session; do not retry it".into(),
+                    )),
                     _ => Err(DeviceError::NotFound(
                         "no device is bound to this session; acquire one with getWeb".into(),
                     )),
@@ -426,7 +430,13 @@ impl Pool {
                 None => return None,
             }
         };
-        let _ = self.inner.store.end_device_binding(session, "released");
+        {
+            let session = session.to_owned();
+            persist(&self.inner.store, move |store| {
+                store.end_device_binding(&session, "released")
+            })
+            .await;
+        }
         let device = {
             let mut devices = lock(&self.inner.devices);
             devices.get_mut(&device_id).map(|entry| {
@@ -520,5 +530,19 @@ impl Pool {
         for device in devices {
             device.shutdown().await;
         }
+    }
+}
+
+/// Runs a store write on a blocking thread: SQLite waits on disk, which an async worker must
+/// not. A failure is logged: the in-memory state stays authoritative for this daemon's run.
+async fn persist(
+    store: &Arc<Store>,
+    write: impl FnOnce(&Store) -> Result<(), paddock_store::StoreError> + Send + 'static,
+) {
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || write(&store)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => warn!(%error, "could not persist a device binding"),
+        Err(_) => warn!("persisting a device binding failed unexpectedly"),
     }
 }

@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::Limited;
-use paddock_client::SecretString;
 use paddock_client::control::DaemonState;
+use paddock_secrets::SecretString;
 use tokio::net::TcpListener;
 
 pub use paddock_http::ConnectionLimits;

@@ -1,9 +1,10 @@
 //! The pure request checks of the ingress, kept free of I/O so that they can be property-tested
-//! and fuzzed.
+//! (see the tests below: arbitrary header bytes never panic and never pass a check they should
+//! fail).
 
 use http::HeaderValue;
-use paddock_client::SecretString;
 use paddock_client::endpoint::{parse_port, split_host_port};
+use paddock_secrets::SecretString;
 
 /// Outcome of the Authorization check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,14 +2,18 @@
 //! own process group so that it and everything it forks can be signalled together, is killed
 //! with its group when dropped, and has its stderr captured into a bounded ring buffer (recent
 //! output for error messages) while lines are offered to a watcher (for "listening on …" lines).
+//! A child may also inherit chosen file descriptors under chosen numbers (Chromium's
+//! `--remote-debugging-pipe` reads fd 3 and writes fd 4); nothing else is inherited.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::os::fd::{OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use command_fds::{CommandFdExt as _, FdMapping};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
@@ -31,8 +35,26 @@ pub fn is_running(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
 }
 
+/// The lowest descriptor a child can inherit: 0, 1 and 2 are its stdio, which
+/// [`ChildSpec::stdin`] and [`ChildSpec::stdout`] decide.
+pub const FIRST_INHERITABLE_FD: RawFd = 3;
+
+/// A file descriptor the child inherits as `child_fd`.
+///
+/// The spec owns `fd`; spawning moves it into the child and closes Paddock's copy, so that when
+/// the child exits the other end of a pipe sees end-of-file. Open `fd` close-on-exec (every
+/// descriptor Rust and rustix open is, unless asked otherwise): then only this child, and only
+/// under `child_fd`, ever has it.
+#[derive(Debug)]
+pub struct InheritedFd {
+    pub fd: OwnedFd,
+    /// At least [`FIRST_INHERITABLE_FD`], and different from every other inherited descriptor
+    /// (spawning checks both).
+    pub child_fd: RawFd,
+}
+
 /// What to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ChildSpec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
@@ -43,6 +65,8 @@ pub struct ChildSpec {
     pub stdin: bool,
     /// Give the child a stdout pipe (else stdout is discarded).
     pub stdout: bool,
+    /// Descriptors the child inherits besides stdio; it inherits no others.
+    pub inherit_fds: Vec<InheritedFd>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +77,8 @@ pub enum SpawnError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot pass descriptors to `{program}`: {problem}")]
+    InheritFd { program: String, problem: String },
 }
 
 impl SpawnError {
@@ -76,7 +102,7 @@ pub struct ManagedChild {
 impl ManagedChild {
     /// Starts `spec`. `stderr_lines`, when given, receives each stderr line as well.
     pub fn spawn(
-        spec: &ChildSpec,
+        spec: ChildSpec,
         stderr_lines: Option<mpsc::UnboundedSender<String>>,
     ) -> Result<Self, SpawnError> {
         Self::start(spec, stderr_lines, false)
@@ -89,12 +115,12 @@ impl ManagedChild {
     /// stopped by SIGTTIN). For wrappers such as `paddock credentials exec`. Dropping it kills
     /// the child itself (and its own group, if it made one); grandchildren that stayed in the
     /// caller's group are left alone, as a shell would.
-    pub fn spawn_foreground(spec: &ChildSpec) -> Result<Self, SpawnError> {
+    pub fn spawn_foreground(spec: ChildSpec) -> Result<Self, SpawnError> {
         Self::start(spec, None, true)
     }
 
     fn start(
-        spec: &ChildSpec,
+        spec: ChildSpec,
         stderr_lines: Option<mpsc::UnboundedSender<String>>,
         foreground: bool,
     ) -> Result<Self, SpawnError> {
@@ -128,7 +154,22 @@ impl ManagedChild {
         if let Some(dir) = &spec.current_dir {
             command.current_dir(dir);
         }
-        let mut child = command.spawn().map_err(|source| SpawnError::Spawn {
+        let mappings = fd_mappings(&program, spec.inherit_fds)?;
+        if !mappings.is_empty() {
+            // command-fds installs the one `pre_exec` hook that moves each descriptor to its
+            // number in the forked child (this workspace forbids writing unsafe code itself).
+            command
+                .fd_mappings(mappings)
+                .map_err(|_| SpawnError::InheritFd {
+                    program: program.clone(),
+                    problem: "two descriptors are mapped to the same number".to_owned(),
+                })?;
+        }
+        let spawned = command.spawn();
+        // The command owns the inherited descriptors: dropping it closes Paddock's copies now,
+        // so the child holds the only ones and its exit shows as end-of-file on our ends.
+        drop(command);
+        let mut child = spawned.map_err(|source| SpawnError::Spawn {
             program: program.clone(),
             source,
         })?;
@@ -263,6 +304,28 @@ async fn reap(
     let _ = exit_tx.send(status.or_else(|| Some(exit_status_unknown())));
 }
 
+/// Turns `inherited` into command-fds mappings, refusing the stdio numbers (command-fds
+/// itself refuses a number mapped twice).
+fn fd_mappings(program: &str, inherited: Vec<InheritedFd>) -> Result<Vec<FdMapping>, SpawnError> {
+    inherited
+        .into_iter()
+        .map(|InheritedFd { fd, child_fd }| {
+            if child_fd < FIRST_INHERITABLE_FD {
+                return Err(SpawnError::InheritFd {
+                    program: program.to_owned(),
+                    problem: format!(
+                        "descriptor {child_fd} is the child's stdio; inherited descriptors start at {FIRST_INHERITABLE_FD}"
+                    ),
+                });
+            }
+            Ok(FdMapping {
+                parent_fd: fd,
+                child_fd,
+            })
+        })
+        .collect()
+}
+
 fn exit_status_unknown() -> ExitStatus {
     use std::os::unix::process::ExitStatusExt;
     ExitStatus::from_raw(-1)
@@ -294,7 +357,7 @@ mod tests {
     async fn captures_stderr_lines_and_exit() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let child =
-            ManagedChild::spawn(&sh("echo one >&2; echo two >&2; exit 3"), Some(tx)).unwrap();
+            ManagedChild::spawn(sh("echo one >&2; echo two >&2; exit 3"), Some(tx)).unwrap();
         assert_eq!(rx.recv().await.as_deref(), Some("one"));
         let status = child.exited().await.unwrap();
         assert_eq!(status.code(), Some(3));
@@ -305,7 +368,7 @@ mod tests {
     async fn the_environment_is_explicit() {
         let mut spec = sh("echo \"[$HOME]\" >&2");
         spec.env.push(("HOME".into(), "/nowhere".into()));
-        let child = ManagedChild::spawn(&spec, None).unwrap();
+        let child = ManagedChild::spawn(spec, None).unwrap();
         child.exited().await;
         assert!(child.stderr_tail().contains("[/nowhere]"));
     }
@@ -313,7 +376,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_kills_the_whole_group() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let child = ManagedChild::spawn(&sh("sleep 600 & echo $! >&2; wait"), Some(tx)).unwrap();
+        let child = ManagedChild::spawn(sh("sleep 600 & echo $! >&2; wait"), Some(tx)).unwrap();
         let grandchild: u32 = rx.recv().await.unwrap().trim().parse().unwrap();
         let leader = child.pid();
         let exited = child.exited();
@@ -339,7 +402,7 @@ mod tests {
             "cut -d' ' -f5 /proc/$$/stat > {}; exit 5",
             out.display()
         ));
-        let child = ManagedChild::spawn_foreground(&spec).unwrap();
+        let child = ManagedChild::spawn_foreground(spec).unwrap();
         assert!(child.stdin.is_none() && child.stdout.is_none());
         let status = child.exited().await.unwrap();
         assert_eq!(status.code(), Some(5));
@@ -359,8 +422,126 @@ mod tests {
             program: "/nonexistent/program".into(),
             ..ChildSpec::default()
         };
-        let error = ManagedChild::spawn(&spec, None).unwrap_err();
+        let error = ManagedChild::spawn(spec, None).unwrap_err();
         assert!(error.is_not_found());
         assert!(error.to_string().contains("/nonexistent/program"));
+    }
+
+    fn cloexec_pipe() -> (OwnedFd, OwnedFd) {
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
+    }
+
+    fn pipe_inode(fd: &OwnedFd) -> u64 {
+        rustix::fs::fstat(fd).unwrap().st_ino
+    }
+
+    /// The child's `ls -l /proc/self/fd` lines, as `N -> target`.
+    async fn fd_listing(spec: ChildSpec) -> Vec<String> {
+        use tokio::io::AsyncReadExt as _;
+        let mut spec = spec;
+        spec.stdout = true;
+        let mut child = ManagedChild::spawn(spec, None).unwrap();
+        let mut listing = String::new();
+        let mut stdout = child.stdout.take().unwrap();
+        stdout.read_to_string(&mut listing).await.unwrap();
+        child.exited().await;
+        listing
+            .lines()
+            .filter_map(|line| {
+                let (left, target) = line.split_once(" -> ")?;
+                Some(format!("{} -> {target}", left.split_whitespace().last()?))
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn inherited_fds_reach_the_child_under_their_numbers_and_close_here() {
+        let (commands_read, commands_write) = cloexec_pipe();
+        let (replies_read, replies_write) = cloexec_pipe();
+        let mut spec = sh("cat <&3 >&4");
+        spec.inherit_fds = vec![
+            InheritedFd {
+                fd: commands_read,
+                child_fd: 3,
+            },
+            InheritedFd {
+                fd: replies_write,
+                child_fd: 4,
+            },
+        ];
+        let child = ManagedChild::spawn(spec, None).unwrap();
+        let echoed = tokio::task::spawn_blocking(move || {
+            use std::io::{Read as _, Write as _};
+            let mut commands = std::fs::File::from(commands_write);
+            commands.write_all(b"hello\0").unwrap();
+            drop(commands);
+            // End-of-file comes only once no copy of the child's write end is left here.
+            let mut replies = Vec::new();
+            std::fs::File::from(replies_read)
+                .read_to_end(&mut replies)
+                .unwrap();
+            replies
+        });
+        let echoed = tokio::time::timeout(Duration::from_secs(20), echoed)
+            .await
+            .expect("no end-of-file: the parent kept a copy of the child's end")
+            .unwrap();
+        assert_eq!(echoed, b"hello\0");
+        assert_eq!(
+            child.exited().await.and_then(|status| status.code()),
+            Some(0)
+        );
+    }
+
+    #[tokio::test]
+    async fn inherited_fds_go_to_their_child_only_and_only_under_their_number() {
+        let (read_end, write_end) = cloexec_pipe();
+        let pipe = format!("pipe:[{}]", pipe_inode(&read_end));
+        let listing = sh("ls -l /proc/self/fd");
+        let unrelated = fd_listing(listing).await;
+        assert!(
+            !unrelated.iter().any(|line| line.ends_with(&pipe)),
+            "a child that was given nothing inherited {pipe}: {unrelated:?}"
+        );
+        let mut mapped = sh("ls -l /proc/self/fd");
+        mapped.inherit_fds = vec![InheritedFd {
+            fd: read_end,
+            child_fd: 7,
+        }];
+        let lines = fd_listing(mapped).await;
+        let holding: Vec<&String> = lines.iter().filter(|line| line.ends_with(&pipe)).collect();
+        assert_eq!(holding, [&format!("7 -> {pipe}")], "{lines:?}");
+        drop(write_end);
+    }
+
+    #[tokio::test]
+    async fn stdio_numbers_and_doubled_numbers_are_typed_errors() {
+        let (read_end, write_end) = cloexec_pipe();
+        let mut spec = sh("exit 0");
+        spec.inherit_fds = vec![InheritedFd {
+            fd: read_end,
+            child_fd: 2,
+        }];
+        let error = ManagedChild::spawn(spec, None).unwrap_err();
+        assert!(matches!(error, SpawnError::InheritFd { .. }), "{error:?}");
+        assert!(error.to_string().contains("descriptor 2"), "{error}");
+
+        let (other_read, _other_write) = cloexec_pipe();
+        let mut spec = sh("exit 0");
+        spec.inherit_fds = vec![
+            InheritedFd {
+                fd: write_end,
+                child_fd: 3,
+            },
+            InheritedFd {
+                fd: other_read,
+                child_fd: 3,
+            },
+        ];
+        let error = ManagedChild::spawn(spec, None).unwrap_err();
+        assert!(
+            error.to_string().contains("same number") && error.to_string().contains("/bin/sh"),
+            "{error}"
+        );
     }
 }

@@ -99,6 +99,7 @@ pub struct Store {
     connection: Mutex<Connection>,
     choices: RwLock<HashMap<ChoiceScope, Choices>>,
     sessions: RwLock<HashSet<String>>,
+    bindings: RwLock<HashMap<String, DeviceBinding>>,
 }
 
 impl Store {
@@ -145,6 +146,7 @@ impl Store {
             connection: Mutex::new(connection),
             choices: RwLock::new(HashMap::new()),
             sessions: RwLock::new(HashSet::new()),
+            bindings: RwLock::new(HashMap::new()),
         };
         store.load()?;
         Ok(store)
@@ -197,8 +199,32 @@ impl Store {
         for row in rows {
             sessions.insert(row.map_err(|error| self.sqlite_error(error))?);
         }
+        let mut bindings = HashMap::new();
+        let mut statement = connection
+            .prepare(
+                "SELECT session_key, device_id, platform, daemon_instance, state FROM device_bindings",
+            )
+            .map_err(|error| self.sqlite_error(error))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    DeviceBinding {
+                        device_id: row.get(1)?,
+                        platform: row.get(2)?,
+                        daemon_instance: row.get(3)?,
+                        state: row.get(4)?,
+                    },
+                ))
+            })
+            .map_err(|error| self.sqlite_error(error))?;
+        for row in rows {
+            let (session, binding) = row.map_err(|error| self.sqlite_error(error))?;
+            bindings.insert(session, binding);
+        }
         *self.choices.write().unwrap_or_else(|p| p.into_inner()) = choices;
         *self.sessions.write().unwrap_or_else(|p| p.into_inner()) = sessions;
+        *self.bindings.write().unwrap_or_else(|p| p.into_inner()) = bindings;
         Ok(())
     }
 
@@ -337,8 +363,17 @@ impl Store {
                      state = 'active', updated_at_ms = excluded.updated_at_ms",
                 params![session_key, device_id, platform, instance, now_ms()],
             )
-            .map(drop)
-            .map_err(|error| self.sqlite_error(error))
+            .map_err(|error| self.sqlite_error(error))?;
+        self.bindings_mut().insert(
+            session_key.to_owned(),
+            DeviceBinding {
+                device_id: device_id.to_owned(),
+                platform: platform.to_owned(),
+                daemon_instance: instance.to_owned(),
+                state: "active".to_owned(),
+            },
+        );
+        Ok(())
     }
 
     /// Marks a session's binding ended with `state`.
@@ -348,43 +383,44 @@ impl Store {
                 "UPDATE device_bindings SET state = ?2, updated_at_ms = ?3 WHERE session_key = ?1",
                 params![session_key, state, now_ms()],
             )
-            .map(drop)
-            .map_err(|error| self.sqlite_error(error))
+            .map_err(|error| self.sqlite_error(error))?;
+        if let Some(binding) = self.bindings_mut().get_mut(session_key) {
+            binding.state = state.to_owned();
+        }
+        Ok(())
     }
 
     /// Ends every binding made by another daemon instance: a restart ends every session.
     /// Returns how many were still active.
     pub fn end_bindings_of_other_instances(&self, instance: &str) -> Result<usize, StoreError> {
-        self.connection()
+        let ended = self
+            .connection()
             .execute(
                 "UPDATE device_bindings SET state = 'ended_by_restart', updated_at_ms = ?2
                  WHERE daemon_instance != ?1 AND state = 'active'",
                 params![instance, now_ms()],
             )
-            .map_err(|error| self.sqlite_error(error))
+            .map_err(|error| self.sqlite_error(error))?;
+        for binding in self.bindings_mut().values_mut() {
+            if binding.daemon_instance != instance && binding.state == "active" {
+                binding.state = "ended_by_restart".to_owned();
+            }
+        }
+        Ok(ended)
     }
 
-    /// The binding of `session_key`, if one was ever made.
-    pub fn device_binding(&self, session_key: &str) -> Result<Option<DeviceBinding>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection
-            .prepare(
-                "SELECT device_id, platform, daemon_instance, state FROM device_bindings WHERE session_key = ?1",
-            )
-            .map_err(|error| self.sqlite_error(error))?;
-        let mut rows = statement
-            .query_map(params![session_key], |row| {
-                Ok(DeviceBinding {
-                    device_id: row.get(0)?,
-                    platform: row.get(1)?,
-                    daemon_instance: row.get(2)?,
-                    state: row.get(3)?,
-                })
-            })
-            .map_err(|error| self.sqlite_error(error))?;
-        rows.next()
-            .transpose()
-            .map_err(|error| self.sqlite_error(error))
+    /// The binding of `session_key`, if one was ever made. Read from memory: the request path
+    /// never waits on disk for it.
+    pub fn device_binding(&self, session_key: &str) -> Option<DeviceBinding> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session_key)
+            .cloned()
+    }
+
+    fn bindings_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, DeviceBinding>> {
+        self.bindings.write().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -464,14 +500,11 @@ mod tests {
             1
         );
         assert_eq!(
-            store.device_binding("s1").unwrap().unwrap().state,
+            store.device_binding("s1").unwrap().state,
             "ended_by_restart"
         );
-        assert_eq!(
-            store.device_binding("s2").unwrap().unwrap().state,
-            "released"
-        );
-        assert!(store.device_binding("s3").unwrap().is_none());
+        assert_eq!(store.device_binding("s2").unwrap().state, "released");
+        assert!(store.device_binding("s3").is_none());
     }
 
     #[test]

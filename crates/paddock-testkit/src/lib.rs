@@ -9,6 +9,7 @@ pub mod http;
 pub mod mcp;
 pub mod model;
 pub mod other_user;
+pub mod procfs;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};

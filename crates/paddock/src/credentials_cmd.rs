@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use paddock_client::control::ControlCall;
+use paddock_client::control::{
+    ControlClientError, CredentialsList, CredentialsRevoke, CredentialsRevokeParams, ErrorCode,
+};
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_credentials::{
     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, KeySource, LaunchEnvSpec,
@@ -211,7 +213,7 @@ async fn run_child(
         env,
         ..ChildSpec::default()
     };
-    let child = match ManagedChild::spawn_foreground(&spec) {
+    let child = match ManagedChild::spawn_foreground(spec) {
         Ok(child) => child,
         Err(error) => {
             eprintln!("error: {error}");
@@ -266,16 +268,15 @@ async fn list(json: bool) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let listing = client
-        .call(ControlCall::CredentialsList, Duration::from_secs(10))
+        .request::<CredentialsList>((), Duration::from_secs(10))
         .await
         .context("listing vouchers")?;
     let mut stdout = std::io::stdout().lock();
     if json {
-        writeln!(stdout, "{listing}")?;
+        writeln!(stdout, "{}", serde_json::to_string(&listing)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let vouchers = listing["vouchers"].as_array().cloned().unwrap_or_default();
-    if vouchers.is_empty() {
+    if listing.vouchers.is_empty() {
         writeln!(stdout, "no live vouchers")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -284,30 +285,18 @@ async fn list(json: bool) -> anyhow::Result<ExitCode> {
         "{:<16} {:<24} {:>8}  CAPABILITIES",
         "ID", "LAUNCH", "AGE"
     )?;
-    for voucher in vouchers {
-        let text = |key: &str| voucher[key].as_str().unwrap_or("-").to_owned();
-        let capabilities: Vec<String> = voucher["capabilities"]
-            .as_array()
-            .map(|grants| {
-                grants
-                    .iter()
-                    .map(|grant| {
-                        format!(
-                            "{}: {} {}",
-                            grant["upstream"].as_str().unwrap_or("?"),
-                            grant["method"].as_str().unwrap_or("?"),
-                            grant["pathPrefix"].as_str().unwrap_or("?")
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+    for voucher in &listing.vouchers {
+        let capabilities: Vec<String> = voucher
+            .capabilities
+            .iter()
+            .map(|grant| format!("{}: {} {}", grant.upstream, grant.method, grant.path_prefix))
+            .collect();
         writeln!(
             stdout,
             "{:<16} {:<24} {:>8}  {}",
-            text("id"),
-            text("launch"),
-            age(voucher["ageMs"].as_u64().unwrap_or(0)),
+            voucher.id,
+            voucher.launch,
+            age(voucher.age_ms),
             capabilities.join("; ")
         )?;
     }
@@ -329,16 +318,16 @@ async fn revoke(id: Option<String>, launch: Option<String>) -> anyhow::Result<Ex
         Err(code) => return Ok(code),
     };
     let result = client
-        .call(
-            ControlCall::CredentialsRevoke { id, launch },
+        .request::<CredentialsRevoke>(
+            CredentialsRevokeParams { id, launch },
             Duration::from_secs(10),
         )
         .await;
     let result = match result {
         Ok(result) => result,
-        Err(paddock_client::control::ControlClientError::Remote(body)) => {
-            eprintln!("error: {}", body.message);
-            if body.code == "not_found" {
+        Err(ControlClientError::Remote(error)) => {
+            eprintln!("error: {}", error.message);
+            if error.code == ErrorCode::NotFound {
                 eprintln!("hint: `paddock credentials list` shows the live vouchers");
             }
             return Ok(ExitCode::FAILURE);
@@ -346,13 +335,8 @@ async fn revoke(id: Option<String>, launch: Option<String>) -> anyhow::Result<Ex
         Err(error) => return Err(error).context("revoking"),
     };
     let mut stdout = std::io::stdout().lock();
-    for voucher in result["revoked"].as_array().cloned().unwrap_or_default() {
-        writeln!(
-            stdout,
-            "revoked {} (launch {})",
-            voucher["id"].as_str().unwrap_or("?"),
-            voucher["launch"].as_str().unwrap_or("?")
-        )?;
+    for voucher in &result.revoked {
+        writeln!(stdout, "revoked {} (launch {})", voucher.id, voucher.launch)?;
     }
     Ok(ExitCode::SUCCESS)
 }

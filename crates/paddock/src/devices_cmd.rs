@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use paddock_client::control::ControlCall;
+use paddock_client::control::{DevicesList, DevicesWarm, DevicesWarmParams};
 
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
@@ -38,20 +38,19 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         None => {
             let listing = client
-                .call(ControlCall::DevicesList, Duration::from_secs(10))
+                .request::<DevicesList>((), Duration::from_secs(10))
                 .await
                 .context("listing devices")?;
             let mut stdout = std::io::stdout().lock();
             if args.json {
-                writeln!(stdout, "{listing}")?;
+                writeln!(stdout, "{}", serde_json::to_string(&listing)?)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let devices = listing["devices"].as_array().cloned().unwrap_or_default();
-            if devices.is_empty() {
+            if listing.devices.is_empty() {
                 writeln!(
                     stdout,
                     "no devices (default profile {})",
-                    listing["defaultProfile"].as_str().unwrap_or("?")
+                    listing.default_profile
                 )?;
                 return Ok(ExitCode::SUCCESS);
             }
@@ -60,18 +59,17 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
                 "ID         PLATFORM PROFILE    STATE      {:<38} PID",
                 "SESSION"
             )?;
-            for device in devices {
-                let text = |key: &str| device[key].as_str().unwrap_or("-").to_owned();
+            for device in &listing.devices {
                 writeln!(
                     stdout,
                     "{:<10} {:<8} {:<10} {:<10} {:<38} {}",
-                    text("id"),
-                    text("platform"),
-                    text("profile"),
-                    text("state"),
-                    text("session"),
-                    device["pid"]
-                        .as_u64()
+                    device.id,
+                    device.platform,
+                    device.profile,
+                    device.state,
+                    device.session.as_deref().unwrap_or("-"),
+                    device
+                        .pid
                         .map(|pid| pid.to_string())
                         .unwrap_or_else(|| "-".into())
                 )?;
@@ -85,8 +83,8 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
         }) => {
             eprintln!("booting {count} {platform} device(s)…");
             let result = client
-                .call_with_progress(
-                    ControlCall::DevicesWarm {
+                .request_with_progress::<DevicesWarm>(
+                    DevicesWarmParams {
                         count,
                         platform,
                         profile,
@@ -96,15 +94,11 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
                 )
                 .await
                 .context("warming devices")?;
-            let ids: Vec<&str> = result["warmed"]
-                .as_array()
-                .map(|ids| ids.iter().filter_map(|id| id.as_str()).collect())
-                .unwrap_or_default();
             let mut stdout = std::io::stdout().lock();
             if args.json {
-                writeln!(stdout, "{result}")?;
+                writeln!(stdout, "{}", serde_json::to_string(&result)?)?;
             } else {
-                for id in ids {
+                for id in &result.warmed {
                     writeln!(stdout, "{id}")?;
                 }
             }

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use paddock_client::control::{
-    ControlCall, ControlClientError, PiiFilter, PiiFilterKind, PiiListResult, PiiRedactResult,
-    SensitiveText,
+    ControlClientError, ErrorCode, Method, PiiAdd, PiiAddParams, PiiBotParams, PiiDelete,
+    PiiFilter, PiiFilterKind, PiiFilterParams, PiiList, PiiRedact, PiiRedactResult, PiiSetEnabled,
+    PiiSetEnabledParams, PiiTest, PiiTextParams, SensitiveText,
 };
 
 /// The environment variable that names an agent session's bot.
@@ -192,11 +193,11 @@ pub async fn run(args: PiiArgs) -> anyhow::Result<ExitCode> {
                 Ok(bot) => bot,
                 Err(code) => return Ok(code),
             };
-            let call = ControlCall::PiiDelete {
+            let params = PiiFilterParams {
                 bot: bot.clone(),
                 filter_id: switch.filter_id.clone(),
             };
-            let listing = match call_daemon::<PiiListResult>(call, CALL_TIMEOUT, &bot).await? {
+            let listing = match call_daemon::<PiiDelete>(params, CALL_TIMEOUT, &bot).await? {
                 Ok(listing) => listing,
                 Err(code) => return Ok(code),
             };
@@ -234,37 +235,35 @@ pub async fn run(args: PiiArgs) -> anyhow::Result<ExitCode> {
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Sends `call` and decodes its answer. `Ok(Err(code))` means the failure was already
+/// Calls method `M` and decodes its answer. `Ok(Err(code))` means the failure was already
 /// reported on stderr (daemon not running: exit 3; the daemon refused: exit 1).
-async fn call_daemon<T: serde::de::DeserializeOwned>(
-    call: ControlCall,
+async fn call_daemon<M: Method>(
+    params: M::Params,
     timeout: Duration,
     bot: &str,
-) -> anyhow::Result<Result<T, ExitCode>> {
+) -> anyhow::Result<Result<M::Output, ExitCode>> {
     use anyhow::Context as _;
     let mut client = match crate::connect_daemon().await? {
         Ok(client) => client,
         Err(code) => return Ok(Err(code)),
     };
-    let playground = matches!(call, ControlCall::PiiTest { .. });
-    match client.call(call, timeout).await {
-        Ok(value) => Ok(Ok(serde_json::from_value(value).context(
-            "the daemon sent an answer this paddock does not understand",
-        )?)),
-        Err(ControlClientError::Remote(body)) => {
-            eprintln!("error: {}", body.message);
-            let hint = match body.code.as_str() {
-                "not_found" => Some(format!(
+    let playground = M::NAME == PiiTest::NAME;
+    match client.request::<M>(params, timeout).await {
+        Ok(output) => Ok(Ok(output)),
+        Err(ControlClientError::Remote(error)) => {
+            eprintln!("error: {}", error.message);
+            let hint = match error.code {
+                ErrorCode::NotFound => Some(format!(
                     "`paddock pii list --bot {bot}` shows the bot's filter ids"
                 )),
-                "filter_failed" => Some(format!(
+                ErrorCode::FilterFailed => Some(format!(
                     "nothing was sent; fix the plugin, or disable it with `paddock pii disable ID --bot {bot}`"
                 )),
-                "corrupt_pipeline" => Some(
+                ErrorCode::CorruptPipeline => Some(
                     "other bots are unaffected; after fixing the file run `paddock daemon restart`"
                         .to_owned(),
                 ),
-                "invalid_params" if playground => Some(
+                ErrorCode::InvalidParams if playground => Some(
                     "the playground takes at most 1024 UTF-8 bytes; `paddock pii redact` filters longer text"
                         .to_owned(),
                 ),
@@ -275,13 +274,16 @@ async fn call_daemon<T: serde::de::DeserializeOwned>(
             }
             Ok(Err(ExitCode::FAILURE))
         }
+        Err(ControlClientError::Malformed(error)) => {
+            Err(error).context("the daemon sent an answer this paddock does not understand")
+        }
         Err(error) => Err(error).context("calling the daemon"),
     }
 }
 
 async fn list(bot: String, json: bool) -> anyhow::Result<ExitCode> {
-    let listing = match call_daemon::<PiiListResult>(
-        ControlCall::PiiList { bot: bot.clone() },
+    let listing = match call_daemon::<PiiList>(
+        PiiBotParams { bot: bot.clone() },
         CALL_TIMEOUT,
         &bot,
     )
@@ -343,12 +345,12 @@ async fn add(
             return Ok(ExitCode::FAILURE);
         }
     };
-    let call = ControlCall::PiiAdd {
+    let params = PiiAddParams {
         bot: bot.clone(),
         source: SensitiveText::new(source),
         description,
     };
-    let added = match call_daemon::<PiiFilter>(call, CALL_TIMEOUT, &bot).await? {
+    let added = match call_daemon::<PiiAdd>(params, CALL_TIMEOUT, &bot).await? {
         Ok(added) => added,
         Err(code) => return Ok(code),
     };
@@ -390,12 +392,12 @@ async fn set_enabled(
         Ok(bot) => bot,
         Err(code) => return Ok(code),
     };
-    let call = ControlCall::PiiSetEnabled {
+    let params = PiiSetEnabledParams {
         bot: bot.clone(),
         filter_id: switch.filter_id.clone(),
         enabled,
     };
-    let listing = match call_daemon::<PiiListResult>(call, CALL_TIMEOUT, &bot).await? {
+    let listing = match call_daemon::<PiiSetEnabled>(params, CALL_TIMEOUT, &bot).await? {
         Ok(listing) => listing,
         Err(code) => return Ok(code),
     };
@@ -446,18 +448,15 @@ async fn filter_stdin(
         Ok(text) => SensitiveText::new(text),
         Err(code) => return Ok(Err(code)),
     };
-    let call = if playground {
-        ControlCall::PiiTest {
-            bot: bot.clone(),
-            text,
-        }
-    } else {
-        ControlCall::PiiRedact {
-            bot: bot.clone(),
-            text,
-        }
+    let params = PiiTextParams {
+        bot: bot.clone(),
+        text,
     };
-    call_daemon(call, RUN_TIMEOUT, &bot).await
+    if playground {
+        call_daemon::<PiiTest>(params, RUN_TIMEOUT, &bot).await
+    } else {
+        call_daemon::<PiiRedact>(params, RUN_TIMEOUT, &bot).await
+    }
 }
 
 async fn playground(bot: String, json: bool) -> anyhow::Result<ExitCode> {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use paddock_testkit::fixture::FixtureApp;
-use paddock_testkit::{DaemonHarness, McpHttp, wait_until};
+use paddock_testkit::{DaemonHarness, McpHttp, procfs, wait_until};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
@@ -522,6 +522,88 @@ fn a_killed_browser_loses_only_its_session_and_is_replaced() {
     .unwrap();
     // The lost session can acquire again.
     acquire(&http, "doomed", json!({}));
+}
+
+/// Chromium's DevTools is reachable only through the daemon's pipes: no process the daemon
+/// started has `--remote-debugging-port` in its arguments or a TCP socket listening (a DevTools
+/// port on loopback has no authentication: any local user could read the profile's files and
+/// cookies through it).
+#[test]
+fn web_devices_speak_cdp_over_a_pipe_and_listen_on_no_tcp_port() {
+    // The check can fail: it finds listeners of this very process, on IPv4 and on IPv6.
+    let v4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let v6 = std::net::TcpListener::bind("[::1]:0").ok();
+    let own = procfs::tcp_listening(&[std::process::id()]).unwrap();
+    let port = |listener: &std::net::TcpListener| listener.local_addr().unwrap().port();
+    assert!(
+        own.iter()
+            .any(|socket| !socket.ipv6 && socket.port == port(&v4)),
+        "{own:?}"
+    );
+    if let Some(v6) = &v6 {
+        assert!(
+            own.iter()
+                .any(|socket| socket.ipv6 && socket.port == port(v6)),
+            "{own:?}"
+        );
+    }
+
+    let World { harness, http, app } = world(&["--web-warm", "2"]);
+    // A bound device with a page open (so renderers run) beside the refilled warm set.
+    let session = acquire(&http, "pipe", json!({}));
+    text(
+        &session
+            .call("openLink", json!({ "url": app.url("/") }))
+            .unwrap(),
+    );
+    let devices = wait_until(Duration::from_secs(60), || {
+        let listing = harness.run(["devices", "--json"]).ok()?.stdout();
+        let listing: Value = serde_json::from_str(&listing).ok()?;
+        let devices = listing["devices"].as_array()?.clone();
+        let warm = devices.iter().filter(|d| d["state"] == "warm").count();
+        (warm >= 2).then_some(devices)
+    })
+    .unwrap();
+    let status = harness
+        .run(["daemon", "status", "--json"])
+        .unwrap()
+        .success()
+        .unwrap();
+    let status: Value = serde_json::from_str(status.stdout().trim()).unwrap();
+    let daemon = u32::try_from(status["pid"].as_u64().unwrap()).unwrap();
+
+    let started: Vec<(u32, Vec<String>)> = procfs::descendants(daemon)
+        .into_iter()
+        .filter_map(|pid| Some((pid, procfs::cmdline(pid)?)))
+        .collect();
+    // Every device's browser is among them, started with the pipe.
+    let browsers: Vec<u32> = started
+        .iter()
+        .filter(|(_, arguments)| {
+            arguments.iter().any(|a| a == "--remote-debugging-pipe")
+                && !arguments.iter().any(|a| a.starts_with("--type="))
+        })
+        .map(|(pid, _)| *pid)
+        .collect();
+    for device in &devices {
+        let pid = u32::try_from(device["pid"].as_u64().unwrap()).unwrap();
+        assert!(browsers.contains(&pid), "{device} not in {started:?}");
+    }
+    assert!(browsers.len() >= 3, "{started:?}");
+    for (pid, arguments) in &started {
+        assert!(
+            !arguments
+                .iter()
+                .any(|a| a.starts_with("--remote-debugging-port")),
+            "process {pid} was started with a DevTools port: {arguments:?}"
+        );
+    }
+    let pids: Vec<u32> = started.iter().map(|(pid, _)| *pid).collect();
+    let listening = procfs::tcp_listening(&pids).unwrap();
+    assert!(
+        listening.is_empty(),
+        "processes the daemon started listen on TCP: {listening:?}"
+    );
 }
 
 #[test]

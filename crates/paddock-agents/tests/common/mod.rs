@@ -26,7 +26,7 @@ pub async fn broker_for(model: &ScriptedModel, api: ModelApi) -> Arc<dyn LaunchC
         upstreams: vec![UpstreamConfig {
             name: name.into(),
             url: model.base_url(),
-            credential: paddock_client::SecretString::new(REAL_KEY),
+            credential: paddock_secrets::SecretString::new(REAL_KEY),
             header: header.into(),
             scheme: scheme.map(str::to_owned),
         }],

@@ -16,10 +16,10 @@ use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use paddock_client::SecretString;
 use paddock_credentials::{
     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, UpstreamConfig,
 };
+use paddock_secrets::SecretString;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::mpsc;
 

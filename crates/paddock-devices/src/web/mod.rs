@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
-use paddock_process::{ChildSpec, ManagedChild};
+use paddock_process::{ChildSpec, InheritedFd, ManagedChild};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
 use crate::device::{
@@ -21,7 +20,7 @@ use crate::device::{
     Orientation, Platform, Screenshot, Target,
 };
 use crate::profile::Profile;
-use cdp::{Cdp, CdpError};
+use cdp::{BROWSER_COMMANDS_FD, BROWSER_MESSAGES_FD, Cdp, CdpError};
 
 pub(crate) const PAGE_JS: &str = include_str!("page.js");
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,12 +130,15 @@ impl WebDevice {
             "--hide-scrollbars",
             "--password-store=basic",
             "--use-mock-keychain",
-            "--remote-debugging-port=0",
+            // CDP over descriptors 3 and 4, never a port: a DevTools port on loopback has no
+            // authentication, and any local user could drive the browser through it.
+            "--remote-debugging-pipe",
         ]
         .iter()
         .map(Into::into)
         .collect();
-        // Chromium's sandbox cannot run as root; as any other user it stays on.
+        // Chromium refuses to start as root with its sandbox on; as any other user the sandbox
+        // stays on (README, "Security", says why to run the daemon as one).
         if rustix::process::geteuid().is_root() {
             args.push("--no-sandbox".into());
         }
@@ -150,14 +152,25 @@ impl WebDevice {
         if let Some(path) = std::env::var_os("PATH") {
             env.push(("PATH".into(), path));
         }
+        let (cdp, browser_ends) =
+            Cdp::over_pipes().map_err(|error| DeviceError::Unavailable(error.to_string()))?;
         let spec = ChildSpec {
             program: config.executable.clone(),
             args,
             env,
+            inherit_fds: vec![
+                InheritedFd {
+                    fd: browser_ends.commands,
+                    child_fd: BROWSER_COMMANDS_FD,
+                },
+                InheritedFd {
+                    fd: browser_ends.messages,
+                    child_fd: BROWSER_MESSAGES_FD,
+                },
+            ],
             ..ChildSpec::default()
         };
-        let (lines_tx, mut lines) = mpsc::unbounded_channel();
-        let child = ManagedChild::spawn(&spec, Some(lines_tx)).map_err(|error| {
+        let child = ManagedChild::spawn(spec, None).map_err(|error| {
             if error.is_not_found() {
                 DeviceError::Unavailable(format!(
                     "Chromium was not found at `{}`; install it (apt-get install chromium) or set `--chromium`",
@@ -167,21 +180,15 @@ impl WebDevice {
                 DeviceError::Unavailable(format!("{error}"))
             }
         })?;
-        let ws_url = tokio::time::timeout(config.launch_timeout, async {
-            while let Some(line) = lines.recv().await {
-                if let Some(url) = line.strip_prefix("DevTools listening on ") {
-                    return Some(url.trim().to_owned());
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .ok_or_else(|| {
-            DeviceError::Unavailable(format!(
-                "Chromium did not start within {:?}: {}",
-                config.launch_timeout,
+        // The first answer on the pipe says the browser is up.
+        if let Err(error) = cdp
+            .call(None, "Browser.getVersion", json!({}), config.launch_timeout)
+            .await
+        {
+            // Let a browser that is exiting finish, so its last words are in the tail.
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.exited()).await;
+            return Err(DeviceError::Unavailable(format!(
+                "Chromium did not start ({error}); the end of its stderr: {}",
                 child
                     .stderr_tail()
                     .lines()
@@ -189,11 +196,8 @@ impl WebDevice {
                     .take(5)
                     .collect::<Vec<_>>()
                     .join(" | ")
-            ))
-        })?;
-        let cdp = Cdp::connect(&ws_url)
-            .await
-            .map_err(|error| DeviceError::Unavailable(error.to_string()))?;
+            )));
+        }
         let pid = Some(child.pid());
         let alive = Arc::new(AtomicBool::new(true));
         let (died_tx, died) = tokio::sync::watch::channel(false);
@@ -205,7 +209,7 @@ impl WebDevice {
             tokio::spawn(async move {
                 tokio::select! {
                     _ = exited => {}
-                    _ = wait_closed(cdp) => {}
+                    _ = cdp.closed() => {}
                 }
                 alive.store(false, Ordering::SeqCst);
                 debug!(device = %id, "web device died");
@@ -565,19 +569,6 @@ fn parse_element(raw: &Value) -> Element {
     }
 }
 
-async fn wait_closed(cdp: Cdp) {
-    let mut events = cdp.events();
-    loop {
-        if cdp.is_closed() {
-            return;
-        }
-        match events.recv().await {
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            _ => continue,
-        }
-    }
-}
-
 /// Tracks whether the main frame is loading, from Page events, and answers JavaScript dialogs
 /// (which would otherwise block every script on the page) while noting them for the next
 /// observation.
@@ -877,5 +868,32 @@ impl Device for WebDevice {
             }
             self.alive.store(false, Ordering::SeqCst);
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_browser_that_exits_at_once_is_unavailable_without_waiting_for_the_timeout() {
+        let config = ChromiumConfig {
+            executable: "/bin/false".into(),
+            launch_timeout: Duration::from_secs(600),
+            extra_args: Vec::new(),
+        };
+        let launched = tokio::time::timeout(
+            Duration::from_secs(60),
+            WebDevice::launch(
+                "web-test".into(),
+                &config,
+                crate::profile::profile("pixel7").unwrap(),
+            ),
+        )
+        .await
+        .expect("no end-of-file on the pipe when the browser exited");
+        let error = launched.unwrap_err();
+        assert!(matches!(error, DeviceError::Unavailable(_)), "{error:?}");
+        assert!(error.to_string().contains("closed its pipe"), "{error}");
     }
 }

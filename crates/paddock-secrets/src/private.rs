@@ -7,6 +7,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::current_uid;
+
 /// Why a directory is not private. Each refusal names the directory and says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum PrivateDirError {
@@ -107,7 +109,7 @@ pub fn check_private_dir(path: &Path) -> Result<(), PrivateDirError> {
             path: path.to_path_buf(),
         });
     }
-    let expected = crate::paths::current_uid();
+    let expected = current_uid();
     if metadata.uid() != expected {
         return Err(PrivateDirError::WrongOwner {
             path: path.to_path_buf(),
@@ -211,7 +213,7 @@ pub fn ensure_safe_parent(path: &Path) -> Result<(), PrivateDirError> {
             path: path.to_path_buf(),
         });
     }
-    let expected = crate::paths::current_uid();
+    let expected = current_uid();
     if metadata.uid() != expected {
         return Err(PrivateDirError::WrongOwner {
             path: path.to_path_buf(),
@@ -283,7 +285,7 @@ pub fn check_private_fd(file: &std::fs::File, path: &Path) -> Result<(), Private
             path: path.to_path_buf(),
         });
     }
-    let expected = crate::paths::current_uid();
+    let expected = current_uid();
     if stat.st_uid != expected {
         return Err(PrivateFileError::WrongOwner {
             path: path.to_path_buf(),

@@ -2,7 +2,12 @@
 //!
 //! A request is `{"id":N,"method":"daemon/status","params":{…}}`; the answer repeats the id with
 //! either `result` or `error` (`{"code":"…","message":"…"}`). The CLI and `paddock mcp` use
-//! this socket; it never passes through the HTTP ingress.
+//! this socket; it never passes through the HTTP ingress. The methods and their types are in
+//! [`methods`]; this module holds the envelope, the framing and the client.
+
+pub mod methods;
+
+pub use methods::*;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,138 +29,6 @@ pub struct ControlRequest {
     pub call: ControlCall,
 }
 
-/// The typed methods of the control socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "method", content = "params")]
-pub enum ControlCall {
-    /// Reports pid, version, uptime, state and endpoints.
-    #[serde(rename = "daemon/status")]
-    Status,
-    /// Begins a graceful shutdown; the answer arrives before the daemon exits.
-    #[serde(rename = "daemon/stop")]
-    Stop,
-    /// Turns this connection into an MCP connection: after the answer, each line in either
-    /// direction is one JSON-RPC message. `session_id` is the connection's session key.
-    #[serde(rename = "mcp/connect")]
-    McpConnect { session_id: String },
-    /// Lists the device pool and its sessions.
-    #[serde(rename = "devices/list")]
-    DevicesList,
-    /// Boots `count` more warm devices; progress frames arrive before the answer.
-    #[serde(rename = "devices/warm")]
-    DevicesWarm {
-        count: usize,
-        platform: String,
-        profile: Option<String>,
-    },
-    /// Lists the live credential vouchers: ids, launches, capabilities, ages — never values.
-    #[serde(rename = "credentials/list")]
-    CredentialsList,
-    /// Revokes voucher `id`, or every voucher of `launch` (exactly one of the two).
-    #[serde(rename = "credentials/revoke")]
-    CredentialsRevoke {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        launch: Option<String>,
-    },
-    /// Lists a bot's PII filters in pipeline order ([`PiiListResult`]).
-    #[serde(rename = "pii/list")]
-    PiiList { bot: String },
-    /// Appends a plugin filter to a bot's pipeline ([`PiiFilter`]). What an agent session may
-    /// do, with `pii/list`.
-    #[serde(rename = "pii/add")]
-    PiiAdd {
-        bot: String,
-        source: SensitiveText,
-        description: String,
-    },
-    /// Enables or disables one filter of a bot. For the owner, not for agent sessions.
-    #[serde(rename = "pii/setEnabled", rename_all = "camelCase")]
-    PiiSetEnabled {
-        bot: String,
-        filter_id: String,
-        enabled: bool,
-    },
-    /// Deletes one filter of a bot (deleted defaults stay deleted). For the owner, not for
-    /// agent sessions.
-    #[serde(rename = "pii/delete", rename_all = "camelCase")]
-    PiiDelete { bot: String, filter_id: String },
-    /// The playground: runs a bot's pipeline over at most 1024 bytes and stores nothing
-    /// ([`PiiRedactResult`]).
-    #[serde(rename = "pii/test")]
-    PiiTest { bot: String, text: SensitiveText },
-    /// Runs a bot's pipeline over a text ([`PiiRedactResult`]).
-    #[serde(rename = "pii/redact")]
-    PiiRedact { bot: String, text: SensitiveText },
-}
-
-/// Text that may hold the very values PII filters exist to remove (message text, plugin
-/// sources). It travels as a plain JSON string, but its `Debug` shows only its length, so a
-/// logged request never carries it. Read it with [`SensitiveText::expose`].
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SensitiveText(String);
-
-impl SensitiveText {
-    pub fn new(text: impl Into<String>) -> Self {
-        Self(text.into())
-    }
-
-    /// The text itself.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SensitiveText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SensitiveText(<{} bytes>)", self.0.len())
-    }
-}
-
-/// The answer to `pii/list`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PiiListResult {
-    pub bot: String,
-    /// Changes with every management change of the bot's pipeline.
-    pub revision: u64,
-    pub filters: Vec<PiiFilter>,
-}
-
-/// One filter as listed (and as `pii/add` answers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PiiFilter {
-    /// `keys`, `email`, `id-numbers`, `phone-numbers`, `bank-cards` or `plugin-N`.
-    pub id: String,
-    pub enabled: bool,
-    pub kind: PiiFilterKind,
-    /// A default filter's display name, a plugin's description.
-    pub description: String,
-    /// When a plugin was added, RFC 3339 UTC; absent for defaults.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<String>,
-}
-
-/// Whether a filter is built in or an added plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PiiFilterKind {
-    Default,
-    Plugin,
-}
-
-/// The answer to `pii/test` and `pii/redact`, and what `paddock pii redact` prints: the
-/// filtered text and the ids of the filters that reported a hit, never a detected value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PiiRedactResult {
-    pub text: String,
-    pub triggered_filters: Vec<String>,
-}
-
 /// An answer on the control socket.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ControlResponse {
@@ -163,49 +36,10 @@ pub struct ControlResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ControlErrorBody>,
+    pub error: Option<ControlError>,
     /// An interim progress message for a long request; the final answer follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
-}
-
-/// A typed error on the control socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlErrorBody {
-    pub code: String,
-    pub message: String,
-}
-
-/// The daemon's lifecycle state as reported on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DaemonState {
-    Starting,
-    Ready,
-    Failed,
-    ShuttingDown,
-}
-
-impl DaemonState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Starting => "starting",
-            Self::Ready => "ready",
-            Self::Failed => "failed",
-            Self::ShuttingDown => "shutting_down",
-        }
-    }
-}
-
-/// The answer to `daemon/status`. Never carries the token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusResult {
-    pub pid: u32,
-    pub version: String,
-    pub uptime_ms: u64,
-    pub state: DaemonState,
-    pub http_endpoint: Option<String>,
-    pub socket: PathBuf,
 }
 
 /// Errors of a control-socket client.
@@ -218,7 +52,7 @@ pub enum ControlClientError {
         source: std::io::Error,
     },
     #[error("refusing the control socket's directory")]
-    UnsafeDirectory(#[source] crate::private::PrivateDirError),
+    UnsafeDirectory(#[source] paddock_secrets::private::PrivateDirError),
     #[error(
         "control socket `{path}` belongs to uid {owner}, not to you; refusing to talk to it (another user may be impersonating the daemon)"
     )]
@@ -235,7 +69,7 @@ pub enum ControlClientError {
     #[error("the daemon sent a malformed control frame")]
     Malformed(#[source] serde_json::Error),
     #[error("the daemon answered `{}`: {}", .0.code, .0.message)]
-    Remote(ControlErrorBody),
+    Remote(ControlError),
     #[error("the control request timed out after {0:?}")]
     TimedOut(Duration),
 }
@@ -265,7 +99,7 @@ pub async fn connect_socket(path: &Path) -> Result<UnixStream, ControlClientErro
         source,
     };
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        match crate::private::check_private_dir(dir) {
+        match paddock_secrets::private::check_private_dir(dir) {
             Ok(()) => {}
             Err(error) if error.is_missing() => {
                 return Err(not_running(std::io::Error::from(
@@ -321,17 +155,29 @@ impl ControlClient {
         })
     }
 
-    /// Sends `call` and waits at most `timeout` for its answer.
-    pub async fn call(
+    /// Calls method `M` and waits at most `timeout` for its typed answer.
+    pub async fn request<M: Method>(
         &mut self,
-        call: ControlCall,
+        params: M::Params,
         timeout: Duration,
-    ) -> Result<Value, ControlClientError> {
-        self.call_with_progress(call, timeout, |_| {}).await
+    ) -> Result<M::Output, ControlClientError> {
+        self.request_with_progress::<M>(params, timeout, |_| {})
+            .await
     }
 
-    /// Like [`ControlClient::call`], passing each progress message to `progress`.
-    pub async fn call_with_progress(
+    /// Like [`ControlClient::request`], passing each progress message to `progress`.
+    pub async fn request_with_progress<M: Method>(
+        &mut self,
+        params: M::Params,
+        timeout: Duration,
+        progress: impl FnMut(&str),
+    ) -> Result<M::Output, ControlClientError> {
+        let value = self.exchange(M::call(params), timeout, progress).await?;
+        serde_json::from_value(value).map_err(ControlClientError::Malformed)
+    }
+
+    /// Sends `call` and returns the `result` of its answer.
+    async fn exchange(
         &mut self,
         call: ControlCall,
         timeout: Duration,
@@ -368,8 +214,7 @@ impl ControlClient {
     }
 
     pub async fn status(&mut self, timeout: Duration) -> Result<StatusResult, ControlClientError> {
-        let value = self.call(ControlCall::Status, timeout).await?;
-        serde_json::from_value(value).map_err(ControlClientError::Malformed)
+        self.request::<DaemonStatus>((), timeout).await
     }
 }
 
@@ -442,10 +287,10 @@ mod tests {
         assert!(serde_json::from_str::<ControlRequest>(r#"{"id":1,"method":"nope"}"#).is_err());
         let revoke = ControlRequest {
             id: 2,
-            call: ControlCall::CredentialsRevoke {
+            call: CredentialsRevoke::call(CredentialsRevokeParams {
                 id: Some("v-0123456789ab".into()),
                 launch: None,
-            },
+            }),
         };
         assert_eq!(
             serde_json::to_string(&revoke).ok().as_deref(),
@@ -461,11 +306,11 @@ mod tests {
         );
         let set_enabled = ControlRequest {
             id: 4,
-            call: ControlCall::PiiSetEnabled {
+            call: PiiSetEnabled::call(PiiSetEnabledParams {
                 bot: "helper".into(),
                 filter_id: "email".into(),
                 enabled: false,
-            },
+            }),
         };
         assert_eq!(
             serde_json::to_string(&set_enabled).ok().as_deref(),
@@ -475,10 +320,10 @@ mod tests {
         );
         let redact = ControlRequest {
             id: 5,
-            call: ControlCall::PiiRedact {
+            call: PiiRedact::call(PiiTextParams {
                 bot: "helper".into(),
                 text: SensitiveText::new("mail me at a@example.com"),
-            },
+            }),
         };
         assert_eq!(
             serde_json::to_string(&redact).ok().as_deref(),
@@ -490,6 +335,132 @@ mod tests {
         let logged = format!("{redact:?}");
         assert!(!logged.contains("example.com"), "{logged}");
         assert!(logged.contains("<24 bytes>"), "{logged}");
+    }
+
+    /// Serialises `call`, checks its method is `M::NAME`, and parses it back unchanged.
+    fn round_trip<M: Method>(params: M::Params) -> serde_json::Value {
+        let call = M::call(params);
+        assert_eq!(call.method(), M::NAME);
+        let request = ControlRequest { id: 9, call };
+        let wire = serde_json::to_value(&request).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(wire["method"], M::NAME, "{wire}");
+        let back: ControlRequest =
+            serde_json::from_value(wire.clone()).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(back.call, request.call);
+        wire
+    }
+
+    fn output_round_trip<M: Method>(output: M::Output) -> serde_json::Value
+    where
+        M::Output: PartialEq + std::fmt::Debug,
+    {
+        let wire = serde_json::to_value(&output).unwrap_or_else(|error| panic!("{error}"));
+        let back: M::Output =
+            serde_json::from_value(wire.clone()).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(back, output);
+        wire
+    }
+
+    #[test]
+    fn every_method_round_trips_with_its_types() {
+        round_trip::<DaemonStatus>(());
+        round_trip::<DaemonStop>(());
+        round_trip::<McpConnect>(McpConnectParams {
+            session_id: "s".into(),
+        });
+        round_trip::<DevicesList>(());
+        let warm = round_trip::<DevicesWarm>(DevicesWarmParams {
+            count: 2,
+            platform: "web".into(),
+            profile: None,
+        });
+        assert_eq!(warm["params"]["count"], 2);
+        round_trip::<CredentialsList>(());
+        round_trip::<CredentialsRevoke>(CredentialsRevokeParams {
+            id: None,
+            launch: Some("l".into()),
+        });
+        round_trip::<PiiList>(PiiBotParams { bot: "b".into() });
+        round_trip::<PiiAdd>(PiiAddParams {
+            bot: "b".into(),
+            source: SensitiveText::new("export default (t) => ({ text: t, triggered: false })"),
+            description: "d".into(),
+        });
+        round_trip::<PiiSetEnabled>(PiiSetEnabledParams {
+            bot: "b".into(),
+            filter_id: "email".into(),
+            enabled: true,
+        });
+        let delete = round_trip::<PiiDelete>(PiiFilterParams {
+            bot: "b".into(),
+            filter_id: "plugin-1".into(),
+        });
+        assert_eq!(delete["params"]["filterId"], "plugin-1");
+        round_trip::<PiiTest>(PiiTextParams {
+            bot: "b".into(),
+            text: SensitiveText::new("x"),
+        });
+        round_trip::<PiiRedact>(PiiTextParams {
+            bot: "b".into(),
+            text: SensitiveText::new("x"),
+        });
+        assert_eq!(METHOD_NAMES.len(), 13);
+
+        let voucher = VoucherEntry {
+            id: "v-1".into(),
+            launch: "l".into(),
+            capabilities: vec![GrantEntry {
+                upstream: "anthropic".into(),
+                method: "POST".into(),
+                path_prefix: "/v1/messages".into(),
+            }],
+            age_ms: 5,
+            minted_at_unix_ms: 7,
+        };
+        let listed = output_round_trip::<CredentialsList>(VoucherListResult {
+            vouchers: vec![voucher.clone()],
+        });
+        // The wire keeps its camelCase names.
+        assert_eq!(listed["vouchers"][0]["ageMs"], 5);
+        assert_eq!(
+            listed["vouchers"][0]["capabilities"][0]["pathPrefix"],
+            "/v1/messages"
+        );
+        output_round_trip::<CredentialsRevoke>(RevokedResult {
+            revoked: vec![voucher],
+        });
+        let devices = output_round_trip::<DevicesList>(DevicesListResult {
+            devices: vec![DeviceEntry {
+                id: "web-1".into(),
+                platform: "web".into(),
+                profile: "pixel7".into(),
+                state: "idle".into(),
+                session: None,
+                pid: Some(42),
+            }],
+            default_profile: "pixel7".into(),
+        });
+        assert_eq!(devices["defaultProfile"], "pixel7");
+        assert!(devices["devices"][0]["session"].is_null());
+        output_round_trip::<DevicesWarm>(DevicesWarmResult {
+            warmed: vec!["web-2".into()],
+        });
+        output_round_trip::<DaemonStop>(StopResult { stopping: true });
+        output_round_trip::<McpConnect>(McpConnectResult {
+            session_id: "s".into(),
+        });
+    }
+
+    #[test]
+    fn errors_carry_typed_codes_and_tolerate_new_ones() {
+        let error = ControlError::new(ErrorCode::NotFound, "no voucher `v-1`");
+        let wire = serde_json::to_value(&error).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(wire["code"], "not_found");
+        let newer: ControlError =
+            serde_json::from_str(r#"{"code":"rate_limited","message":"slow down"}"#)
+                .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(newer.code, ErrorCode::Unknown);
+        assert_eq!(error.to_string(), "[not_found] no voucher `v-1`");
     }
 
     #[tokio::test]

@@ -1,0 +1,445 @@
+//! Every control-socket method with its parameters and its result, as Rust types. The CLI and
+//! the daemon share these definitions, so neither reads a field by string.
+//!
+//! A [`Method`] names its wire method, its parameter type and its output type; a client calls
+//! it with [`super::ControlClient::request`]. On the wire a request is
+//! `{"id":N,"method":"…","params":{…}}` (see [`ControlCall`]) and a failure is a
+//! [`ControlError`] with an [`ErrorCode`].
+
+use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// One control-socket method: its wire name, what it takes and what it answers.
+pub trait Method {
+    /// The wire method, `daemon/status` and the like.
+    const NAME: &'static str;
+    type Params;
+    type Output: Serialize + DeserializeOwned;
+    /// The request for these parameters.
+    fn call(params: Self::Params) -> ControlCall;
+}
+
+/// The requests of the control socket (`method` and `params` on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "method", content = "params")]
+pub enum ControlCall {
+    /// Reports pid, version, uptime, state and endpoints ([`StatusResult`]).
+    #[serde(rename = "daemon/status")]
+    Status,
+    /// Begins a graceful shutdown; the answer arrives before the daemon exits.
+    #[serde(rename = "daemon/stop")]
+    Stop,
+    /// Turns this connection into an MCP connection: after the answer, each line in either
+    /// direction is one JSON-RPC message.
+    #[serde(rename = "mcp/connect")]
+    McpConnect(McpConnectParams),
+    /// Lists the device pool and its sessions ([`DevicesListResult`]).
+    #[serde(rename = "devices/list")]
+    DevicesList,
+    /// Boots more warm devices; progress frames arrive before the answer.
+    #[serde(rename = "devices/warm")]
+    DevicesWarm(DevicesWarmParams),
+    /// Lists the live credential vouchers: ids, launches, capabilities, ages — never values.
+    #[serde(rename = "credentials/list")]
+    CredentialsList,
+    /// Revokes a voucher, or every voucher of a launch.
+    #[serde(rename = "credentials/revoke")]
+    CredentialsRevoke(CredentialsRevokeParams),
+    /// Lists a bot's PII filters in pipeline order ([`PiiListResult`]).
+    #[serde(rename = "pii/list")]
+    PiiList(PiiBotParams),
+    /// Appends a plugin filter to a bot's pipeline ([`PiiFilter`]). What an agent session may
+    /// do, with `pii/list`.
+    #[serde(rename = "pii/add")]
+    PiiAdd(PiiAddParams),
+    /// Enables or disables one filter of a bot. For the owner, not for agent sessions.
+    #[serde(rename = "pii/setEnabled")]
+    PiiSetEnabled(PiiSetEnabledParams),
+    /// Deletes one filter of a bot (deleted defaults stay deleted). For the owner.
+    #[serde(rename = "pii/delete")]
+    PiiDelete(PiiFilterParams),
+    /// The playground: runs a bot's pipeline over at most 1024 bytes and stores nothing.
+    #[serde(rename = "pii/test")]
+    PiiTest(PiiTextParams),
+    /// Runs a bot's pipeline over a text ([`PiiRedactResult`]).
+    #[serde(rename = "pii/redact")]
+    PiiRedact(PiiTextParams),
+}
+
+impl ControlCall {
+    /// The wire method of this request.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Status => DaemonStatus::NAME,
+            Self::Stop => DaemonStop::NAME,
+            Self::McpConnect(_) => McpConnect::NAME,
+            Self::DevicesList => DevicesList::NAME,
+            Self::DevicesWarm(_) => DevicesWarm::NAME,
+            Self::CredentialsList => CredentialsList::NAME,
+            Self::CredentialsRevoke(_) => CredentialsRevoke::NAME,
+            Self::PiiList(_) => PiiList::NAME,
+            Self::PiiAdd(_) => PiiAdd::NAME,
+            Self::PiiSetEnabled(_) => PiiSetEnabled::NAME,
+            Self::PiiDelete(_) => PiiDelete::NAME,
+            Self::PiiTest(_) => PiiTest::NAME,
+            Self::PiiRedact(_) => PiiRedact::NAME,
+        }
+    }
+}
+
+macro_rules! methods {
+    ($( $(#[$meta:meta])* $marker:ident = $name:literal, ($params:ty) -> $output:ty, $into:expr; )*) => {
+        $(
+            $(#[$meta])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $marker;
+
+            impl Method for $marker {
+                const NAME: &'static str = $name;
+                type Params = $params;
+                type Output = $output;
+                fn call(params: $params) -> ControlCall {
+                    ($into)(params)
+                }
+            }
+        )*
+
+        /// Every method of the control socket, in the order README's table lists them.
+        pub const METHOD_NAMES: &[&str] = &[$($name),*];
+    };
+}
+
+methods! {
+    /// `daemon/status`.
+    DaemonStatus = "daemon/status", (()) -> StatusResult, |()| ControlCall::Status;
+    /// `daemon/stop`.
+    DaemonStop = "daemon/stop", (()) -> StopResult, |()| ControlCall::Stop;
+    /// `mcp/connect`.
+    McpConnect = "mcp/connect", (McpConnectParams) -> McpConnectResult, ControlCall::McpConnect;
+    /// `devices/list`.
+    DevicesList = "devices/list", (()) -> DevicesListResult, |()| ControlCall::DevicesList;
+    /// `devices/warm`.
+    DevicesWarm = "devices/warm", (DevicesWarmParams) -> DevicesWarmResult, ControlCall::DevicesWarm;
+    /// `credentials/list`.
+    CredentialsList = "credentials/list", (()) -> VoucherListResult, |()| ControlCall::CredentialsList;
+    /// `credentials/revoke`.
+    CredentialsRevoke = "credentials/revoke", (CredentialsRevokeParams) -> RevokedResult, ControlCall::CredentialsRevoke;
+    /// `pii/list`.
+    PiiList = "pii/list", (PiiBotParams) -> PiiListResult, ControlCall::PiiList;
+    /// `pii/add`.
+    PiiAdd = "pii/add", (PiiAddParams) -> PiiFilter, ControlCall::PiiAdd;
+    /// `pii/setEnabled`.
+    PiiSetEnabled = "pii/setEnabled", (PiiSetEnabledParams) -> PiiListResult, ControlCall::PiiSetEnabled;
+    /// `pii/delete`.
+    PiiDelete = "pii/delete", (PiiFilterParams) -> PiiListResult, ControlCall::PiiDelete;
+    /// `pii/test`.
+    PiiTest = "pii/test", (PiiTextParams) -> PiiRedactResult, ControlCall::PiiTest;
+    /// `pii/redact`.
+    PiiRedact = "pii/redact", (PiiTextParams) -> PiiRedactResult, ControlCall::PiiRedact;
+}
+
+/// A failure on the control socket: a code a program can branch on and a message for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("[{code}] {message}")]
+pub struct ControlError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ControlError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The error codes of the control socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The peer is not the daemon's user.
+    Forbidden,
+    /// A frame that is not a line of JSON, or too long; the connection closes.
+    InvalidFrame,
+    /// A frame that is JSON but not a known request; the connection stays open.
+    InvalidRequest,
+    /// A known method with parameters it cannot use.
+    InvalidParams,
+    NotFound,
+    /// The daemon serves as many control connections as it will.
+    Busy,
+    /// A device operation failed.
+    DeviceError,
+    /// The PII pipelines could not be opened (a broken `machine-id` file).
+    PiiUnavailable,
+    /// A bot's `pipelines.json` does not parse; other bots are unaffected.
+    CorruptPipeline,
+    /// A PII filter failed (errored, timed out, returned an invalid result): nothing was sent.
+    FilterFailed,
+    Internal,
+    /// A code this client does not know (a newer daemon).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::InvalidFrame => "invalid_frame",
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidParams => "invalid_params",
+            Self::NotFound => "not_found",
+            Self::Busy => "busy",
+            Self::DeviceError => "device_error",
+            Self::PiiUnavailable => "pii_unavailable",
+            Self::CorruptPipeline => "corrupt_pipeline",
+            Self::FilterFailed => "filter_failed",
+            Self::Internal => "internal",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The daemon's lifecycle state as reported on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DaemonState {
+    Starting,
+    Ready,
+    Failed,
+    ShuttingDown,
+}
+
+impl DaemonState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+            Self::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
+/// The answer to `daemon/status`. Never carries the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusResult {
+    pub pid: u32,
+    pub version: String,
+    pub uptime_ms: u64,
+    pub state: DaemonState,
+    pub http_endpoint: Option<String>,
+    pub socket: PathBuf,
+}
+
+/// The answer to `daemon/stop`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopResult {
+    pub stopping: bool,
+}
+
+/// `mcp/connect`: `session_id` becomes the connection's session key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpConnectParams {
+    pub session_id: String,
+}
+
+/// The answer to `mcp/connect`; JSON-RPC lines follow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpConnectResult {
+    pub session_id: String,
+}
+
+/// The answer to `devices/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DevicesListResult {
+    pub devices: Vec<DeviceEntry>,
+    pub default_profile: String,
+}
+
+/// One device of the pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceEntry {
+    pub id: String,
+    /// `web` today.
+    pub platform: String,
+    pub profile: String,
+    /// `warming`, `idle`, `in_use`, …
+    pub state: String,
+    /// The session bound to it.
+    pub session: Option<String>,
+    /// The device's process (Chromium), when it has one.
+    pub pid: Option<u32>,
+}
+
+/// `devices/warm`: boot `count` (1–16) more devices of `platform`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevicesWarmParams {
+    pub count: usize,
+    pub platform: String,
+    pub profile: Option<String>,
+}
+
+/// The answer to `devices/warm`: the ids of the devices now warm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevicesWarmResult {
+    pub warmed: Vec<String>,
+}
+
+/// `credentials/revoke`: exactly one of a voucher id or a launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialsRevokeParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<String>,
+}
+
+/// The answer to `credentials/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoucherListResult {
+    pub vouchers: Vec<VoucherEntry>,
+}
+
+/// The answer to `credentials/revoke`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevokedResult {
+    pub revoked: Vec<VoucherEntry>,
+}
+
+/// One live voucher: never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoucherEntry {
+    pub id: String,
+    pub launch: String,
+    pub capabilities: Vec<GrantEntry>,
+    pub age_ms: u64,
+    pub minted_at_unix_ms: u64,
+}
+
+/// One capability of a voucher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantEntry {
+    pub upstream: String,
+    /// `POST`, or `*` for any method.
+    pub method: String,
+    pub path_prefix: String,
+}
+
+/// `pii/list`: the bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PiiBotParams {
+    pub bot: String,
+}
+
+/// `pii/add`: a plugin source and its description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PiiAddParams {
+    pub bot: String,
+    pub source: SensitiveText,
+    pub description: String,
+}
+
+/// `pii/setEnabled`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiSetEnabledParams {
+    pub bot: String,
+    pub filter_id: String,
+    pub enabled: bool,
+}
+
+/// `pii/delete`: one filter of a bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiFilterParams {
+    pub bot: String,
+    pub filter_id: String,
+}
+
+/// `pii/test` and `pii/redact`: the text to filter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PiiTextParams {
+    pub bot: String,
+    pub text: SensitiveText,
+}
+
+/// Text that may hold the very values PII filters exist to remove (message text, plugin
+/// sources). It travels as a plain JSON string, but its `Debug` shows only its length, so a
+/// logged request never carries it. Read it with [`SensitiveText::expose`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SensitiveText(String);
+
+impl SensitiveText {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    /// The text itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SensitiveText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SensitiveText(<{} bytes>)", self.0.len())
+    }
+}
+
+/// The answer to `pii/list` (and to `pii/setEnabled` and `pii/delete`: the list after).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiListResult {
+    pub bot: String,
+    /// Changes with every management change of the bot's pipeline.
+    pub revision: u64,
+    pub filters: Vec<PiiFilter>,
+}
+
+/// One filter as listed (and as `pii/add` answers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiFilter {
+    /// `keys`, `email`, `id-numbers`, `phone-numbers`, `bank-cards` or `plugin-N`.
+    pub id: String,
+    pub enabled: bool,
+    pub kind: PiiFilterKind,
+    /// A default filter's display name, a plugin's description.
+    pub description: String,
+    /// When a plugin was added, RFC 3339 UTC; absent for defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// Whether a filter is built in or an added plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PiiFilterKind {
+    Default,
+    Plugin,
+}
+
+/// The answer to `pii/test` and `pii/redact`, and what `paddock pii redact` prints: the
+/// filtered text and the ids of the filters that reported a hit, never a detected value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiiRedactResult {
+    pub text: String,
+    pub triggered_filters: Vec<String>,
+}

@@ -1,0 +1,161 @@
+//! The control methods, each handed to the subsystem that owns it: `daemon/*` to the daemon's
+//! own facts, `devices/*` to [`crate::devices`], `credentials/*` to [`crate::credentials`],
+//! `pii/*` to [`crate::pii`], `mcp/connect` to [`crate::mcp`]. Nothing here holds logic of its
+//! own; `control.rs` decodes and encodes, the subsystems answer.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use paddock_client::control::{
+    ControlError, CredentialsRevokeParams, DaemonState, DevicesListResult, DevicesWarmParams,
+    DevicesWarmResult, ErrorCode, McpConnectParams, PiiAddParams, PiiBotParams, PiiFilter,
+    PiiFilterParams, PiiListResult, PiiRedactResult, PiiSetEnabledParams, PiiTextParams,
+    RevokedResult, StatusResult, VoucherListResult,
+};
+use paddock_credentials::CredentialBroker;
+use paddock_devices::Pool;
+use paddock_tools::SessionKey;
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, watch};
+
+use crate::control::ControlHandler;
+use crate::mcp::McpHost;
+use crate::pii::PiiHost;
+use crate::subsystem::BoxFuture;
+
+/// What `daemon/status` reports and how `daemon/stop` reaches the main loop.
+#[derive(Debug)]
+pub struct DaemonFacts {
+    pub pid: u32,
+    pub started: Instant,
+    pub state: watch::Receiver<DaemonState>,
+    pub http_endpoint: String,
+    pub socket: std::path::PathBuf,
+    pub stop: mpsc::Sender<()>,
+}
+
+/// The subsystems behind the control socket.
+pub struct ControlServices {
+    pub daemon: DaemonFacts,
+    pub pool: Pool,
+    pub mcp: Arc<McpHost>,
+    /// Mints nothing by itself: the agent driver mints a voucher per launch.
+    pub credentials: CredentialBroker,
+    /// Every bot's PII pipeline on this machine.
+    pub pii: PiiHost,
+}
+
+impl std::fmt::Debug for ControlServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlServices")
+            .field("daemon", &self.daemon)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ControlHandler for ControlServices {
+    fn status(&self) -> StatusResult {
+        let facts = &self.daemon;
+        StatusResult {
+            pid: facts.pid,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            uptime_ms: u64::try_from(facts.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            state: *facts.state.borrow(),
+            http_endpoint: Some(facts.http_endpoint.clone()),
+            socket: facts.socket.clone(),
+        }
+    }
+
+    fn request_stop(&self) {
+        let _ = self.daemon.stop.try_send(());
+    }
+
+    fn check_mcp_session(&self, params: &McpConnectParams) -> Result<(), ControlError> {
+        SessionKey::parse(&params.session_id)
+            .map(drop)
+            .map_err(|error| ControlError::new(ErrorCode::InvalidParams, error.to_string()))
+    }
+
+    fn serve_mcp(
+        &self,
+        session_id: String,
+        reader: BufReader<OwnedReadHalf>,
+        writer: OwnedWriteHalf,
+    ) -> BoxFuture<'static, ()> {
+        let mcp = self.mcp.clone();
+        Box::pin(async move {
+            if let Ok(session) = SessionKey::parse(&session_id) {
+                mcp.serve_socket(session, reader, writer).await;
+            }
+        })
+    }
+
+    fn devices_list(&self) -> DevicesListResult {
+        crate::devices::list(&self.pool)
+    }
+
+    fn devices_warm(
+        &self,
+        params: DevicesWarmParams,
+        progress: mpsc::UnboundedSender<String>,
+    ) -> BoxFuture<'static, Result<DevicesWarmResult, ControlError>> {
+        Box::pin(crate::devices::warm(self.pool.clone(), params, progress))
+    }
+
+    fn credentials_list(&self) -> VoucherListResult {
+        crate::credentials::list(&self.credentials)
+    }
+
+    fn credentials_revoke(
+        &self,
+        params: CredentialsRevokeParams,
+    ) -> Result<RevokedResult, ControlError> {
+        crate::credentials::revoke(&self.credentials, params)
+    }
+
+    fn pii_list(
+        &self,
+        params: PiiBotParams,
+    ) -> BoxFuture<'static, Result<PiiListResult, ControlError>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.list(params).await })
+    }
+
+    fn pii_add(&self, params: PiiAddParams) -> BoxFuture<'static, Result<PiiFilter, ControlError>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.add(params).await })
+    }
+
+    fn pii_set_enabled(
+        &self,
+        params: PiiSetEnabledParams,
+    ) -> BoxFuture<'static, Result<PiiListResult, ControlError>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.set_enabled(params).await })
+    }
+
+    fn pii_delete(
+        &self,
+        params: PiiFilterParams,
+    ) -> BoxFuture<'static, Result<PiiListResult, ControlError>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.delete(params).await })
+    }
+
+    fn pii_test(
+        &self,
+        params: PiiTextParams,
+    ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.test(params).await })
+    }
+
+    fn pii_redact(
+        &self,
+        params: PiiTextParams,
+    ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>> {
+        let pii = self.pii.clone();
+        Box::pin(async move { pii.redact(params).await })
+    }
+}
