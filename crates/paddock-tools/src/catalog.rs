@@ -1,8 +1,14 @@
-//! The tool catalog: every tool Paddock registers, with its schema, hints, discovery class and
-//! policy classification. This is the contract clients see; `tests/snapshots` pins it.
+//! The tool catalog: every tool Paddock registers, as the registry, policies and discovery see
+//! it. Each tool's definition ([`ToolDef`]) and argument type sit beside its handler in
+//! `tools/`; this module holds the shapes they share and builds the catalog from the registered
+//! list. This is the contract clients see; `tests/snapshots` pins it.
+
+use std::sync::Arc;
 
 use paddock_devices::Platform;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+
+use crate::tools::ErasedTool;
 
 /// How a tool takes part in discovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,13 +53,37 @@ pub struct Hints {
     pub open_world: bool,
 }
 
-/// One tool.
-#[derive(Debug, Clone)]
+impl Hints {
+    /// Reads only: safe to repeat, changes nothing.
+    pub const READ: Self = Self {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// Changes state without destroying anything, idempotently.
+    pub const IDEMPOTENT_CHANGE: Self = Self {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// Acts on a device: each call has an effect of its own.
+    pub const ACT: Self = Self {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
+}
+
+/// What a tool declares about itself, apart from its arguments (whose type gives the input
+/// schema). Each tool's `DEF` is a `const` next to its handler.
+#[derive(Debug, Clone, Copy)]
 pub struct ToolDef {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
-    pub input_schema: Value,
     pub hints: Hints,
     pub discovery: DiscoveryClass,
     pub requires: Option<ProcessOption>,
@@ -66,9 +96,91 @@ pub struct ToolDef {
     /// For a tool that acts on the session's device: the platforms it supports. A call on a
     /// device of another platform is an `[unsupported_platform]` error.
     pub platforms: &'static [Platform],
+    /// Reads the caller's routing session. Its input schema declares the in-band session
+    /// argument, and only such a tool's handler is given the session.
+    pub routing_session: bool,
 }
 
 impl ToolDef {
+    /// A configurable tool, listed by default, that needs no process option, has no
+    /// operations, costs nothing, acts on no device and reads no routing session; the
+    /// `const fn` methods below change one of those.
+    pub const fn new(
+        name: &'static str,
+        title: &'static str,
+        description: &'static str,
+        hints: Hints,
+    ) -> Self {
+        Self {
+            name,
+            title,
+            description,
+            hints,
+            discovery: DiscoveryClass::Configurable {
+                default_enabled: true,
+            },
+            requires: None,
+            plan_only: false,
+            operations: &[],
+            commerce: false,
+            platforms: &[],
+            routing_session: false,
+        }
+    }
+
+    /// Listed whatever the discovery layers say.
+    pub const fn always_on(self) -> Self {
+        Self {
+            discovery: DiscoveryClass::AlwaysOn,
+            ..self
+        }
+    }
+
+    /// Omitted from `tools/list` until a discovery layer enables it.
+    pub const fn omitted_by_default(self) -> Self {
+        Self {
+            discovery: DiscoveryClass::Configurable {
+                default_enabled: false,
+            },
+            ..self
+        }
+    }
+
+    pub const fn requires(self, option: ProcessOption) -> Self {
+        Self {
+            requires: Some(option),
+            ..self
+        }
+    }
+
+    pub const fn operations(self, operations: &'static [OperationDef]) -> Self {
+        Self { operations, ..self }
+    }
+
+    pub const fn commerce(self) -> Self {
+        Self {
+            commerce: true,
+            ..self
+        }
+    }
+
+    /// Acts on the session's device, which must be of one of `platforms`; reads the routing
+    /// session.
+    pub const fn on_device(self, platforms: &'static [Platform]) -> Self {
+        Self {
+            platforms,
+            routing_session: true,
+            ..self
+        }
+    }
+
+    pub const fn routing_session(self) -> Self {
+        Self {
+            routing_session: true,
+            ..self
+        }
+    }
+
     pub fn is_bundle(&self) -> bool {
         !self.operations.is_empty()
     }
@@ -84,175 +196,32 @@ impl ToolDef {
     }
 }
 
-const READ: Hints = Hints {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-    open_world: false,
-};
+/// A tool in the catalog: its definition, the input schema derived from its argument type, and
+/// its handler.
+#[derive(Clone)]
+pub struct CatalogTool {
+    pub def: ToolDef,
+    /// The `inputSchema` of `tools/list`, built once.
+    pub input_schema: Arc<Map<String, Value>>,
+    pub(crate) handler: &'static dyn ErasedTool,
+}
 
-const DISCOVERY_OPERATIONS: &[OperationDef] = &[
-    OperationDef {
-        name: "status",
-        read_only: true,
-        commerce: false,
-    },
-    OperationDef {
-        name: "reset",
-        read_only: false,
-        commerce: false,
-    },
-];
+impl std::fmt::Debug for CatalogTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogTool")
+            .field("def", &self.def)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Every tool Paddock registers, in listing order.
-pub fn builtin() -> Vec<ToolDef> {
-    let mut tools = core_tools();
-    tools.extend(crate::catalog_devices::device_tools());
-    tools
-}
-
-/// Builds an object schema from `(name, schema)` pairs and the required names.
-pub(crate) fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
-    let properties: Map<String, Value> = properties
+pub fn builtin() -> Vec<CatalogTool> {
+    crate::tools::REGISTERED
         .iter()
-        .map(|(name, schema)| ((*name).to_owned(), schema.clone()))
-        .collect();
-    let mut schema =
-        json!({ "type": "object", "properties": properties, "additionalProperties": false });
-    if !required.is_empty() {
-        schema["required"] = json!(required);
-    }
-    schema
-}
-
-fn core_tools() -> Vec<ToolDef> {
-    vec![
-        ToolDef {
-            name: "setToolEnabled",
-            title: "Choose which tools are listed",
-            description: "Selects which tools appear in tools/list, by exact case-sensitive name. \
-                Pass `toolName` with `enabled`, or `toolNames` to enable (or, with `enabled: false`, \
-                omit) a whole task's toolset at once; a batch is all-or-nothing and an unknown name \
-                rejects it before anything is written. Always-on names are accepted as no-ops and \
-                listed in `skipped`. `sessionUuid` scopes the choice to that routing session; \
-                without it the choice applies to your connection profile. Choices persist across \
-                daemon restarts. An omitted tool can still be called by name. The answer lists \
-                `enabledTools`, the configurable tools selected for discovery after the call.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "toolName": { "type": "string", "description": "One tool's exact name." },
-                    "toolNames": {
-                        "type": "array",
-                        "items": { "type": "string" },
-                        "minItems": 1,
-                        "description": "Several tools' exact names, applied all-or-nothing."
-                    },
-                    "enabled": {
-                        "type": "boolean",
-                        "description": "true lists the tools, false omits them. Required with `toolName`; defaults to true with `toolNames`."
-                    },
-                    "sessionUuid": {
-                        "type": "string",
-                        "description": "Routing session to scope the choice to (a session id this daemon has seen)."
-                    }
-                },
-                "additionalProperties": false
-            }),
-            hints: Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-            },
-            discovery: DiscoveryClass::AlwaysOn,
-            requires: None,
-            plan_only: false,
-            operations: &[],
-            commerce: false,
-            platforms: &[],
-        },
-        ToolDef {
-            name: "listDevices",
-            title: "List devices",
-            description: "Lists the devices in this daemon's pool: id, platform, profile, state and \
-                the session each is bound to. Empty while no device platform is configured.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "platform": {
-                        "type": "string",
-                        "enum": ["web", "android", "ios"],
-                        "description": "Only devices of this platform."
-                    }
-                },
-                "additionalProperties": false
-            }),
-            hints: READ,
-            discovery: DiscoveryClass::Configurable {
-                default_enabled: true,
-            },
-            requires: None,
-            plan_only: false,
-            operations: &[],
-            commerce: false,
-            platforms: &[],
-        },
-        ToolDef {
-            name: "discovery",
-            title: "Inspect or reset tool discovery",
-            description: "Tool discovery for the calling session. `status` reports each layer that \
-                decides what tools/list shows (built-in defaults, environment, command line, your \
-                connection profile's and your session's saved choices) and the resulting listed \
-                and omitted tools. `reset` removes the saved choices of your connection profile, \
-                or of `sessionUuid` when given, so the startup defaults apply again.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "operation": { "type": "string", "enum": ["status", "reset"] },
-                    "sessionUuid": {
-                        "type": "string",
-                        "description": "With `reset`: the routing session whose choices to remove."
-                    }
-                },
-                "required": ["operation"],
-                "additionalProperties": false
-            }),
-            hints: Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-            },
-            discovery: DiscoveryClass::Configurable {
-                default_enabled: true,
-            },
-            requires: None,
-            plan_only: false,
-            operations: DISCOVERY_OPERATIONS,
-            commerce: false,
-            platforms: &[],
-        },
-        ToolDef {
-            name: "daemonInfo",
-            title: "Daemon internals",
-            description: "Reports the daemon's internals for troubleshooting: pid, version, uptime, \
-                state directory, policy profile, process options and live MCP connections. Needs \
-                the daemon to run with --debug.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {},
-                "additionalProperties": false
-            }),
-            hints: READ,
-            discovery: DiscoveryClass::Configurable {
-                default_enabled: true,
-            },
-            requires: Some(ProcessOption::Debug),
-            plan_only: false,
-            operations: &[],
-            commerce: false,
-            platforms: &[],
-        },
-    ]
+        .map(|handler| CatalogTool {
+            def: handler.def(),
+            input_schema: Arc::new(handler.input_schema()),
+            handler: *handler,
+        })
+        .collect()
 }

@@ -9,7 +9,7 @@
 
 use paddock_store::Choices;
 
-use crate::catalog::{DiscoveryClass, ProcessOption, ToolDef};
+use crate::catalog::{CatalogTool, DiscoveryClass, ProcessOption, ToolDef};
 
 /// Process options the daemon was started with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub struct IgnoredName {
 impl StartupSelection {
     /// Validates the startup layers against `catalog`.
     pub fn parse(
-        catalog: &[ToolDef],
+        catalog: &[CatalogTool],
         input: &SelectionInput,
     ) -> Result<(Self, Vec<IgnoredName>), SelectionError> {
         let mut ignored = Vec::new();
@@ -144,7 +144,7 @@ pub fn parse_list(text: &str) -> Vec<String> {
 }
 
 fn layer(
-    catalog: &[ToolDef],
+    catalog: &[CatalogTool],
     layer: &'static str,
     enabled: &[String],
     disabled: &[String],
@@ -153,7 +153,11 @@ fn layer(
     let mut choices = Choices::new();
     for (names, value) in [(enabled, true), (disabled, false)] {
         for name in names {
-            let Some(tool) = catalog.iter().find(|tool| tool.name == name.as_str()) else {
+            let Some(tool) = catalog
+                .iter()
+                .map(|tool| &tool.def)
+                .find(|tool| tool.name == name.as_str())
+            else {
                 return Err(SelectionError::Unknown {
                     layer,
                     name: name.clone(),
@@ -190,7 +194,11 @@ mod tests {
     #[test]
     fn precedence_session_profile_cli_env_builtin() {
         let catalog = builtin();
-        let tool = catalog.iter().find(|t| t.name == "listDevices").unwrap();
+        let tool = &catalog
+            .iter()
+            .find(|t| t.def.name == "listDevices")
+            .unwrap()
+            .def;
         let input = SelectionInput {
             env_disabled: names(&["listDevices"]),
             ..Default::default()

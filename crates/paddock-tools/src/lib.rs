@@ -3,22 +3,21 @@
 //! and gets an rmcp server for one request or connection from [`Registry::server`].
 //!
 //! Everything a client can observe about the tool surface is decided here: which tools exist
-//! ([`catalog`]), which a policy allows ([`policy`]), which are advertised in `tools/list`
-//! ([`discovery`]), how errors read ([`error`]) and what is audited ([`audit`]).
+//! ([`catalog`]; each tool is defined beside its handler in `tools/`), which a policy allows
+//! ([`policy`]), which are advertised in `tools/list` ([`discovery`]), how errors read
+//! ([`error`]) and what is audited ([`audit`]).
 
 pub mod audit;
 pub mod auth;
 pub mod backend;
 pub mod catalog;
-mod catalog_devices;
 pub mod discovery;
 pub mod error;
-mod handlers;
-mod handlers_devices;
 pub mod policy;
 pub mod render;
 pub mod server;
 pub mod session;
+mod tools;
 
 pub use audit::{AuditSink, StderrAuditSink, ToolCallEvent};
 pub use auth::{AuthContext, AuthKind};

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
-use crate::catalog::ToolDef;
+use crate::catalog::{CatalogTool, ToolDef};
 
 /// The three built-in profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,15 +84,15 @@ impl Policy {
     }
 
     /// Every tool of `catalog`, with no operation gates.
-    pub fn full_access(catalog: &[ToolDef]) -> Self {
+    pub fn full_access(catalog: &[CatalogTool]) -> Self {
         Self::for_profile(PolicyProfile::Full, catalog)
     }
 
     /// The policy of a built-in profile over `catalog`.
-    pub fn for_profile(profile: PolicyProfile, catalog: &[ToolDef]) -> Self {
+    pub fn for_profile(profile: PolicyProfile, catalog: &[CatalogTool]) -> Self {
         let mut tools = BTreeSet::new();
         let mut operations = BTreeMap::new();
-        for tool in catalog {
+        for tool in catalog.iter().map(|tool| &tool.def) {
             let admitted: Option<BTreeSet<String>> = match profile {
                 PolicyProfile::Full => Some(all_operations(tool)),
                 PolicyProfile::NoCommerce => (!tool.commerce).then(|| {
@@ -205,18 +205,18 @@ mod tests {
             },
         ];
         let mut bundle = builtin().remove(1);
-        bundle.name = "shop";
-        bundle.operations = OPS;
+        bundle.def.name = "shop";
+        bundle.def.operations = OPS;
         let mut creator = builtin().remove(1);
-        creator.name = "provisionDevice";
-        creator.commerce = true;
-        creator.hints = Hints {
+        creator.def.name = "provisionDevice";
+        creator.def.commerce = true;
+        creator.def.hints = Hints {
             read_only: false,
             destructive: true,
             idempotent: false,
             open_world: false,
         };
-        creator.discovery = DiscoveryClass::AlwaysOn;
+        creator.def.discovery = DiscoveryClass::AlwaysOn;
         let catalog = vec![bundle, creator];
         let no_commerce = Policy::for_profile(PolicyProfile::NoCommerce, &catalog);
         assert!(!no_commerce.allows_tool("provisionDevice"));

@@ -20,19 +20,19 @@ use tracing::warn;
 use crate::audit::{AuditAuth, AuditSink, Outcome, ToolCallEvent};
 use crate::auth::AuthContext;
 use crate::backend::Backend;
-use crate::catalog::ToolDef;
+use crate::catalog::{CatalogTool, ToolDef};
 use crate::discovery::{Layer, ProcessOptions, StartupSelection};
 use crate::error::ToolError;
-use crate::handlers;
 use crate::policy::Policy;
 use crate::session::{IN_BAND_ARGUMENT, SESSION_HEADER, SessionKey};
+use crate::tools::{Call, Output};
 
 /// Produces the daemon-specific part of `daemonInfo`.
 pub type InfoSource = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// What a registry is built from.
 pub struct RegistryConfig {
-    pub catalog: Vec<ToolDef>,
+    pub catalog: Vec<CatalogTool>,
     pub startup: StartupSelection,
     pub process_options: ProcessOptions,
     pub store: Arc<Store>,
@@ -81,8 +81,7 @@ struct LiveConnection {
 
 /// The tool surface of one daemon: catalog, discovery state, audit, live connections.
 pub struct Registry {
-    catalog: Vec<ToolDef>,
-    schemas: HashMap<&'static str, Arc<JsonObject>>,
+    catalog: Vec<CatalogTool>,
     pub(crate) startup: StartupSelection,
     pub(crate) process_options: ProcessOptions,
     pub(crate) store: Arc<Store>,
@@ -102,20 +101,8 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     pub fn new(config: RegistryConfig) -> Arc<Self> {
-        let schemas = config
-            .catalog
-            .iter()
-            .map(|tool| {
-                let schema = match &tool.input_schema {
-                    Value::Object(map) => map.clone(),
-                    _ => JsonObject::new(),
-                };
-                (tool.name, Arc::new(schema))
-            })
-            .collect();
         Arc::new(Self {
             catalog: config.catalog,
-            schemas,
             startup: config.startup,
             process_options: config.process_options,
             store: config.store,
@@ -126,7 +113,7 @@ impl Registry {
         })
     }
 
-    pub fn catalog(&self) -> &[ToolDef] {
+    pub fn catalog(&self) -> &[CatalogTool] {
         &self.catalog
     }
 
@@ -195,8 +182,8 @@ impl Registry {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    pub(crate) fn tool(&self, name: &str) -> Option<&ToolDef> {
-        self.catalog.iter().find(|tool| tool.name == name)
+    pub(crate) fn tool(&self, name: &str) -> Option<&CatalogTool> {
+        self.catalog.iter().find(|tool| tool.def.name == name)
     }
 
     /// Whether `tool` exists for this caller at all: allowed by policy, its process option
@@ -230,6 +217,7 @@ impl Registry {
     ) -> Vec<(&ToolDef, bool, Layer)> {
         self.catalog
             .iter()
+            .map(|tool| &tool.def)
             .filter(|tool| self.visible(tool, ctx))
             .map(|tool| {
                 let (enabled, layer) = self.startup.resolve(tool, profile, session);
@@ -254,7 +242,7 @@ impl Registry {
         let names = self.listed_names(ctx, session);
         self.catalog
             .iter()
-            .filter(|tool| names.contains(tool.name))
+            .filter(|tool| names.contains(tool.def.name))
             .map(|tool| self.mcp_tool(tool, &ctx.policy))
             .collect()
     }
@@ -293,12 +281,9 @@ impl Registry {
         }
     }
 
-    pub(crate) fn mcp_tool(&self, tool: &ToolDef, policy: &Policy) -> Tool {
-        let schema = self
-            .schemas
-            .get(tool.name)
-            .cloned()
-            .unwrap_or_else(|| Arc::new(JsonObject::new()));
+    pub(crate) fn mcp_tool(&self, tool: &CatalogTool, policy: &Policy) -> Tool {
+        let schema = tool.input_schema.clone();
+        let tool = &tool.def;
         Tool::new(tool.name, self.tool_description(tool, policy), schema)
             .with_title(tool.title)
             .with_annotations(
@@ -351,14 +336,6 @@ impl std::fmt::Debug for McpServer {
             .field("connection", &self.connection)
             .finish_non_exhaustive()
     }
-}
-
-/// The arguments a handler receives, with the session already resolved.
-pub(crate) struct Call<'a> {
-    pub registry: &'a Registry,
-    pub ctx: &'a ToolCtx,
-    pub session: Option<SessionKey>,
-    pub arguments: JsonObject,
 }
 
 impl McpServer {
@@ -443,10 +420,11 @@ impl McpServer {
                 },
             );
         };
-        let Some(tool) = registry.tool(name) else {
+        let Some(entry) = registry.tool(name) else {
             audit(Outcome::Error, None);
             return Err(unknown_tool(name));
         };
+        let tool = &entry.def;
         if !registry.visible(tool, &self.ctx) {
             // Indistinguishable from an unknown tool for the caller; the audit says why.
             audit(Outcome::Denied, None);
@@ -492,11 +470,13 @@ impl McpServer {
         let call = Call {
             registry,
             ctx: &self.ctx,
-            session,
-            arguments,
+            tool,
+            // A tool that declares no use of the routing session is not given one, so its
+            // definition cannot fall out of step with its handler.
+            session: session.filter(|_| tool.routing_session),
         };
         // A panic in a handler becomes a typed error for this call; the daemon keeps serving.
-        let outcome = std::panic::AssertUnwindSafe(handlers::dispatch(tool, call))
+        let outcome = std::panic::AssertUnwindSafe(entry.handler.call(call, arguments))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
@@ -506,11 +486,11 @@ impl McpServer {
                 )))
             });
         match outcome {
-            Ok(handlers::Output::Json(value)) => {
+            Ok(Output::Json(value)) => {
                 audit(Outcome::Ok, operation);
                 Ok(CallToolResult::structured(value))
             }
-            Ok(handlers::Output::Rich {
+            Ok(Output::Rich {
                 text,
                 image,
                 structured,

@@ -8,17 +8,21 @@ use paddock_store::Store;
 use paddock_tools::audit::MemoryAuditSink;
 use paddock_tools::backend::NoDevices;
 use paddock_tools::catalog::builtin;
+use paddock_tools::discovery::SelectionInput;
 use paddock_tools::{
     AuthContext, Policy, PolicyProfile, ProcessOptions, Registry, RegistryConfig, StartupSelection,
     ToolCtx,
 };
+use serde_json::Value;
 
-fn surface(profile: PolicyProfile) -> serde_json::Value {
+fn surface(profile: PolicyProfile, selection: &SelectionInput) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("paddock.db")).unwrap());
+    let catalog = builtin();
+    let (startup, _) = StartupSelection::parse(&catalog, selection).unwrap();
     let registry = Registry::new(RegistryConfig {
-        catalog: builtin(),
-        startup: StartupSelection::default(),
+        catalog,
+        startup,
         process_options: ProcessOptions { debug: true },
         store,
         audit: Arc::new(MemoryAuditSink::default()),
@@ -34,12 +38,114 @@ fn surface(profile: PolicyProfile) -> serde_json::Value {
     serde_json::to_value(registry.listed_tools(&ctx, None)).unwrap()
 }
 
+/// The tools the built-in defaults omit, so that a surface can list every tool.
+fn omitted_by_default() -> Vec<String> {
+    builtin()
+        .iter()
+        .filter(|tool| {
+            tool.def.discovery
+                == paddock_tools::catalog::DiscoveryClass::Configurable {
+                    default_enabled: false,
+                }
+        })
+        .map(|tool| tool.def.name.to_owned())
+        .collect()
+}
+
 #[test]
 fn full_access_tool_surface() {
-    insta::assert_json_snapshot!(surface(PolicyProfile::Full));
+    insta::assert_json_snapshot!(surface(PolicyProfile::Full, &SelectionInput::default()));
 }
 
 #[test]
 fn readonly_tool_surface() {
-    insta::assert_json_snapshot!(surface(PolicyProfile::Readonly));
+    insta::assert_json_snapshot!(surface(PolicyProfile::Readonly, &SelectionInput::default()));
+}
+
+/// Every registered tool, the omitted-by-default ones too: nothing of the surface goes unpinned.
+#[test]
+fn every_tool_surface() {
+    let selection = SelectionInput {
+        cli_enabled: omitted_by_default(),
+        ..SelectionInput::default()
+    };
+    let tools = surface(PolicyProfile::Full, &selection);
+    assert_eq!(tools.as_array().map(Vec::len), Some(builtin().len()));
+    insta::assert_json_snapshot!(tools);
+}
+
+/// Finds every place in `schema` where the derivation's own dialect would show through.
+fn derivation_leftovers(schema: &Value, path: &str, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let here = format!("{path}/{key}");
+                let in_properties = path.ends_with("/properties");
+                if !in_properties
+                    && [
+                        "$ref", "$defs", "$schema", "format", "anyOf", "oneOf", "default", "title",
+                    ]
+                    .contains(&key.as_str())
+                {
+                    found.push(here.clone());
+                }
+                if key == "description" && value.as_str().is_some_and(|text| text.contains('\n')) {
+                    found.push(format!("{here} (a line break)"));
+                }
+                derivation_leftovers(value, &here, found);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                if item.is_null() || item == "null" {
+                    found.push(format!("{path}[{index}] (null)"));
+                }
+                derivation_leftovers(item, &format!("{path}[{index}]"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn derived_schemas_are_plain_closed_objects() {
+    for tool in builtin() {
+        let schema = Value::Object((*tool.input_schema).clone());
+        let name = tool.def.name;
+        assert_eq!(schema["type"], "object", "{name}: {schema}");
+        assert_eq!(schema["additionalProperties"], false, "{name}: {schema}");
+        assert!(schema["properties"].is_object(), "{name}: {schema}");
+        let mut found = Vec::new();
+        derivation_leftovers(&schema, "", &mut found);
+        assert!(found.is_empty(), "{name}: {found:?} in {schema}");
+    }
+}
+
+#[test]
+fn a_bundle_schema_offers_exactly_its_operations() {
+    let bundles: Vec<_> = builtin()
+        .into_iter()
+        .filter(|tool| tool.def.is_bundle())
+        .collect();
+    assert!(!bundles.is_empty());
+    for tool in bundles {
+        let declared: Vec<&str> = tool.def.operations.iter().map(|op| op.name).collect();
+        let offered: Vec<&str> = tool.input_schema["properties"]["operation"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(offered, declared, "{}", tool.def.name);
+        let required = tool.input_schema["required"].as_array().unwrap();
+        assert!(required.contains(&"operation".into()), "{}", tool.def.name);
+    }
+}
+
+#[test]
+fn tool_names_are_unique() {
+    let catalog = builtin();
+    let names: std::collections::BTreeSet<&str> =
+        catalog.iter().map(|tool| tool.def.name).collect();
+    assert_eq!(names.len(), catalog.len(), "{names:?}");
 }

@@ -18,8 +18,8 @@ fn registry(debug: bool) -> (tempfile::TempDir, Arc<Registry>) {
     let store = Arc::new(Store::open(&dir.path().join("paddock.db")).unwrap());
     let mut catalog = builtin();
     let mut planned = catalog[1].clone();
-    planned.name = "planOnlyTool";
-    planned.plan_only = true;
+    planned.def.name = "planOnlyTool";
+    planned.def.plan_only = true;
     catalog.push(planned);
     let registry = Registry::new(RegistryConfig {
         catalog,

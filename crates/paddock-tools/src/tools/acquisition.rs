@@ -1,0 +1,375 @@
+//! Acquisition: getting a device for a session (with the `enableTools` declaration of spec 003),
+//! provisioning new ones, and releasing them.
+
+use std::sync::Arc;
+
+use paddock_devices::{Action, Device, ObserveOptions, Platform};
+use paddock_store::{ChoiceScope, Choices};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::catalog::{Hints, ToolDef};
+use crate::error::ToolError;
+use crate::render::observation_text;
+use crate::session::SessionKey;
+use crate::tools::args::{self, NoArgs, Profile};
+use crate::tools::core::{ToolNames, tool_names};
+use crate::tools::device::{SETTLE, bounded, require_session};
+use crate::tools::{Call, Output, Tool};
+
+/// The tools to declare for a new session; flattened into each acquisition tool's arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EnableToolsArgs {
+    /// Tools to list for the new session (exact names), declared in the same call. An unknown
+    /// name rejects the call before any device work.
+    #[serde(default)]
+    enable_tools: Vec<String>,
+}
+
+/// Validates `enableTools` before any device work: unknown names reject the call, always-on
+/// names are skipped.
+fn check_enable_tools(call: &Call<'_>, names: &[String]) -> Result<ToolNames, ToolError> {
+    tool_names(call, names, true).map_err(|unknown| {
+        ToolError::invalid_input(format!(
+            "unknown tool name(s) in `enableTools`: {unknown}; no device was acquired"
+        ))
+    })
+}
+
+/// Declares capabilities for a freshly minted session and reports the resulting sets the way
+/// tools/list will resolve them.
+fn declare(
+    call: &Call<'_>,
+    session: &SessionKey,
+    changes: &Choices,
+    skipped: Vec<String>,
+    report_gated: bool,
+) -> Value {
+    let mut answer = json!({});
+    if !skipped.is_empty() {
+        answer["skipped"] = json!(skipped);
+    }
+    if !changes.is_empty() {
+        let scope = ChoiceScope::Session(session.as_str().to_owned());
+        if let Err(error) = call.registry.store.write_choices(&scope, changes) {
+            answer["enableToolsError"] = json!(format!(
+                "the device was acquired but the tool declaration was not saved ({error}); declare the tools again with setToolEnabled"
+            ));
+        } else {
+            call.registry.discovery_changed();
+        }
+    }
+    let profile = call.registry.profile_choices(call.ctx);
+    let session_choices = call.registry.session_choices(Some(session));
+    let mut enabled = Vec::new();
+    let mut gated = Vec::new();
+    for (tool, listed, _) in call
+        .registry
+        .resolve_all(call.ctx, &profile, &session_choices)
+    {
+        if tool.is_always_on() {
+            continue;
+        }
+        if listed {
+            enabled.push(tool.name);
+        } else {
+            gated.push(tool.name);
+        }
+    }
+    answer["enabledTools"] = json!(enabled);
+    if report_gated {
+        answer["gatedTools"] = json!(gated);
+    }
+    answer
+}
+
+fn new_session_id() -> Result<SessionKey, ToolError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|error| ToolError::internal(format!("OS random source: {error}")))?;
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    SessionKey::parse(&format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
+/// Binds a device of `platform` to the caller's session, minting a session id when the request
+/// had none.
+async fn bind(
+    call: &Call<'_>,
+    platform: Platform,
+    profile: Option<Profile>,
+) -> Result<(SessionKey, Arc<dyn Device>, bool), ToolError> {
+    let session = match &call.session {
+        Some(session) => session.clone(),
+        None => new_session_id()?,
+    };
+    let _ = call.registry.record_session(&session);
+    let (device, new) = bounded(call.ctx.backend.acquire(
+        session.as_str(),
+        platform,
+        profile.map(Profile::name),
+    ))
+    .await?;
+    Ok((session, device, new))
+}
+
+fn device_json(device: &dyn Device) -> Value {
+    json!({ "id": device.id(), "platform": device.platform().as_str(), "profile": device.profile().name })
+}
+
+fn merge(target: &mut Value, source: Value) {
+    if let (Value::Object(target), Value::Object(source)) = (target, source) {
+        target.extend(source);
+    }
+}
+
+/// What the three acquisition tools ask for.
+struct Acquisition {
+    platform: Platform,
+    profile: Option<Profile>,
+    app: Option<String>,
+    enable_tools: Vec<String>,
+}
+
+async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolError> {
+    let ToolNames { changes, skipped } = check_enable_tools(&call, &request.enable_tools)?;
+    let app = match &request.app {
+        Some(id) => Some(
+            call.ctx
+                .backend
+                .apps()
+                .into_iter()
+                .find(|app| &app.id == id)
+                .ok_or_else(|| {
+                    ToolError::not_found(format!("no app `{id}` is configured; see listApps"))
+                })?,
+        ),
+        None => None,
+    };
+    let (session, device, new) = bind(&call, request.platform, request.profile).await?;
+    let mut answer = json!({
+        "sessionUuid": session.as_str(),
+        "device": device_json(device.as_ref()),
+        "newlyAcquired": new,
+    });
+    if let Some(app) = app {
+        let outcome =
+            bounded(device.act(Action::LaunchApp(app), SETTLE, ObserveOptions::default())).await?;
+        answer["observation"] = json!(observation_text(&outcome.observation));
+    }
+    let declared = declare(&call, &session, &changes, skipped, true);
+    merge(&mut answer, declared);
+    Ok(Output::Json(answer))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetWebArgs {
+    /// Emulation profile; default from the daemon's configuration.
+    profile: Option<Profile>,
+    /// Id of a configured app to open (see listApps).
+    app: Option<String>,
+    #[serde(flatten)]
+    enable: EnableToolsArgs,
+}
+
+#[derive(Debug)]
+pub(crate) struct GetWeb;
+
+impl Tool for GetWeb {
+    type Args = GetWebArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "getWeb",
+        "Acquire a web device",
+        "Acquires a ready web device (headless Chromium with mobile emulation) for this session and returns its `sessionUuid`; send it as the `x-paddock-session-id` header or the `__mcpSessionId` argument with every device tool (a session that already has an id keeps it). Optionally opens a configured `app` and declares `enableTools` in the same call; the answer lists `enabledTools` and `gatedTools`. A session holds one device; calling again returns it.",
+        Hints::IDEMPOTENT_CHANGE,
+    )
+    .always_on()
+    .routing_session();
+
+    async fn run(call: Call<'_>, args: GetWebArgs) -> Result<Output, ToolError> {
+        let request = Acquisition {
+            platform: Platform::Web,
+            profile: args.profile,
+            app: args.app,
+            enable_tools: args.enable.enable_tools,
+        };
+        acquire(call, request).await
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct GetAndroidArgs {
+    /// Emulator (AVD) name.
+    #[expect(
+        dead_code,
+        reason = "part of the contract; no Android backend picks by name yet"
+    )]
+    avd_name: Option<String>,
+    #[serde(flatten)]
+    enable: EnableToolsArgs,
+}
+
+#[derive(Debug)]
+pub(crate) struct GetAndroid;
+
+impl Tool for GetAndroid {
+    type Args = GetAndroidArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "getAndroid",
+        "Acquire an Android device",
+        "Acquires an Android device or emulator for this session. Android devices are not available in this Paddock release; the call answers `[not_found]` and suggests getWeb.",
+        Hints::IDEMPOTENT_CHANGE,
+    )
+    .always_on()
+    .routing_session();
+
+    async fn run(call: Call<'_>, args: GetAndroidArgs) -> Result<Output, ToolError> {
+        let request = Acquisition {
+            platform: Platform::Android,
+            profile: None,
+            app: None,
+            enable_tools: args.enable.enable_tools,
+        };
+        acquire(call, request).await
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct GetAppleArgs {
+    /// Simulator name.
+    #[expect(
+        dead_code,
+        reason = "part of the contract; no iOS backend picks by name yet"
+    )]
+    device_name: Option<String>,
+    #[serde(flatten)]
+    enable: EnableToolsArgs,
+}
+
+#[derive(Debug)]
+pub(crate) struct GetApple;
+
+impl Tool for GetApple {
+    type Args = GetAppleArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "getApple",
+        "Acquire an iOS simulator",
+        "Acquires an iOS simulator for this session. iOS simulators are not available in this Paddock release; the call answers `[not_found]` and suggests getWeb.",
+        Hints::IDEMPOTENT_CHANGE,
+    )
+    .always_on()
+    .routing_session();
+
+    async fn run(call: Call<'_>, args: GetAppleArgs) -> Result<Output, ToolError> {
+        let request = Acquisition {
+            platform: Platform::Ios,
+            profile: None,
+            app: None,
+            enable_tools: args.enable.enable_tools,
+        };
+        acquire(call, request).await
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProvisionDeviceArgs {
+    platform: args::Platform,
+    profile: Option<Profile>,
+    /// Start it now and bind it to this session.
+    boot: bool,
+    #[serde(flatten)]
+    enable: EnableToolsArgs,
+}
+
+#[derive(Debug)]
+pub(crate) struct ProvisionDevice;
+
+impl Tool for ProvisionDevice {
+    type Args = ProvisionDeviceArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "provisionDevice",
+        "Provision a new device",
+        "Creates a new device beyond the warm pool. With `boot: true` it starts now and is bound to this session (returns `sessionUuid` and, with `enableTools`, `enabledTools`); with `boot: false` it is added to the pool warm, and no session is minted, so `enableTools` needs `boot: true`.",
+        Hints::ACT,
+    )
+    .commerce()
+    .routing_session();
+
+    async fn run(call: Call<'_>, args: ProvisionDeviceArgs) -> Result<Output, ToolError> {
+        let platform = Platform::from(args.platform);
+        let enable_tools = args.enable.enable_tools;
+        if !args.boot && !enable_tools.is_empty() {
+            return Err(ToolError::invalid_input(
+                "`enableTools` needs `boot: true`: a provision without boot mints no session to declare tools for",
+            ));
+        }
+        let ToolNames { changes, skipped } = check_enable_tools(&call, &enable_tools)?;
+        let device_id = bounded(
+            call.ctx
+                .backend
+                .provision(platform, args.profile.map(Profile::name)),
+        )
+        .await?;
+        if !args.boot {
+            return Ok(Output::Json(
+                json!({ "device": { "id": device_id, "platform": platform.as_str(), "state": "warm" } }),
+            ));
+        }
+        let (session, device, _) = bind(&call, platform, args.profile).await?;
+        let mut answer = json!({
+            "sessionUuid": session.as_str(),
+            "device": device_json(device.as_ref()),
+        });
+        merge(
+            &mut answer,
+            declare(&call, &session, &changes, skipped, false),
+        );
+        Ok(Output::Json(answer))
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct ReleaseDevice;
+
+impl Tool for ReleaseDevice {
+    type Args = NoArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "releaseDevice",
+        "Release the session's device",
+        "Ends this session's hold on its device. The device is reset (no cookies, storage or history remain) and returned to the pool.",
+        Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+    )
+    .routing_session();
+
+    async fn run(call: Call<'_>, NoArgs {}: NoArgs) -> Result<Output, ToolError> {
+        let session = require_session(&call)?;
+        match call.ctx.backend.release(session.as_str()).await {
+            Some(device) => Ok(Output::Json(
+                json!({ "released": device, "sessionUuid": session.as_str() }),
+            )),
+            None => Err(ToolError::not_found("no device is bound to this session")),
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! What the device tools share: the session's device, bounded device operations, device
+//! errors as tool errors, and observations as tool output.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_devices::{Action, Device, DeviceError, Observation, ObserveOptions, Platform};
+use serde_json::json;
+
+use crate::error::{ToolError, ToolErrorCode};
+use crate::render::{observation_json, observation_text};
+use crate::session::SessionKey;
+use crate::tools::{Call, Output};
+
+/// How long an action waits for the UI to settle before observing anyway.
+pub(super) const SETTLE: Duration = Duration::from_secs(3);
+/// The longest any single device operation may take.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// The platforms the device tools support today.
+pub(super) const WEB: &[Platform] = &[Platform::Web];
+
+pub(super) fn device_error(error: DeviceError) -> ToolError {
+    let code = match &error {
+        DeviceError::NotFound(_) => ToolErrorCode::NotFound,
+        DeviceError::InvalidInput(_) => ToolErrorCode::InvalidInput,
+        DeviceError::Unsupported(_) => ToolErrorCode::UnsupportedPlatform,
+        DeviceError::Lost(_) => ToolErrorCode::DeviceLost,
+        DeviceError::Unavailable(_) => ToolErrorCode::Unavailable,
+        DeviceError::Failed(_) => ToolErrorCode::UpstreamError,
+    };
+    ToolError::new(code, error.to_string())
+}
+
+/// Runs one device operation under the operation timeout.
+pub(super) async fn bounded<T>(
+    future: impl Future<Output = Result<T, DeviceError>>,
+) -> Result<T, ToolError> {
+    match tokio::time::timeout(OPERATION_TIMEOUT, future).await {
+        Ok(result) => result.map_err(device_error),
+        Err(_) => Err(ToolError::new(
+            ToolErrorCode::Unavailable,
+            format!(
+                "the device did not answer within {}s",
+                OPERATION_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+pub(super) fn require_session(call: &Call<'_>) -> Result<SessionKey, ToolError> {
+    call.session.clone().ok_or_else(|| {
+        ToolError::invalid_input(
+            "this tool needs a session: call getWeb first and send its `sessionUuid` as the `x-paddock-session-id` header or the `__mcpSessionId` argument",
+        )
+    })
+}
+
+/// The session's device, checked against the tool's platforms.
+pub(super) fn session_device(call: &Call<'_>) -> Result<Arc<dyn Device>, ToolError> {
+    let session = require_session(call)?;
+    let device = call
+        .ctx
+        .backend
+        .device(session.as_str())
+        .map_err(device_error)?;
+    let platforms = call.tool.platforms;
+    if !platforms.contains(&device.platform()) {
+        return Err(ToolError::new(
+            ToolErrorCode::UnsupportedPlatform,
+            format!(
+                "`{}` does not support {} devices (it supports: {})",
+                call.tool.name,
+                device.platform(),
+                platforms
+                    .iter()
+                    .map(|platform| platform.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Ok(device)
+}
+
+pub(super) fn observation_output(
+    observation: &Observation,
+    detail: Option<String>,
+    json_format: bool,
+) -> Output {
+    let image = observation
+        .screenshot
+        .as_ref()
+        .map(|shot| shot.jpeg.clone());
+    if json_format {
+        let mut value = observation_json(observation);
+        if let Some(detail) = detail {
+            value["detail"] = json!(detail);
+        }
+        return Output::Rich {
+            text: value.to_string(),
+            image,
+            structured: Some(value),
+        };
+    }
+    let mut text = String::new();
+    if let Some(detail) = detail {
+        text.push_str(&detail);
+        text.push('\n');
+    }
+    text.push_str(&observation_text(observation));
+    Output::Rich {
+        text,
+        image,
+        structured: None,
+    }
+}
+
+/// Performs `action` on the session's device and observes once the UI settles.
+pub(super) async fn act(call: &Call<'_>, action: Action) -> Result<Output, ToolError> {
+    let device = session_device(call)?;
+    let outcome = bounded(device.act(action, SETTLE, ObserveOptions::default())).await?;
+    Ok(observation_output(
+        &outcome.observation,
+        outcome.detail,
+        false,
+    ))
+}

@@ -1,0 +1,106 @@
+//! Observation: what is on the session's device's screen, as text, JSON or a JPEG.
+
+use paddock_devices::ObserveOptions;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::catalog::{Hints, ToolDef};
+use crate::error::ToolError;
+use crate::tools::args::{Bounded, wire_enum};
+use crate::tools::device::{WEB, bounded, observation_output, session_device};
+use crate::tools::{Call, Output, Tool};
+
+const DEFAULT_OBSERVE_SCREENSHOT_WIDTH: u32 = 360;
+const OBSERVE_SCREENSHOT_QUALITY: u8 = 60;
+const DEFAULT_SCREENSHOT_QUALITY: u32 = 70;
+
+wire_enum! {
+    /// How `observe` answers.
+    Format { Text, Json }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct ObserveArgs {
+    /// List every element, not only those on screen.
+    #[serde(default)]
+    full: bool,
+    /// Add a JPEG screenshot.
+    #[serde(default)]
+    screenshot: bool,
+    /// Screenshot width in pixels (default 360).
+    screenshot_width: Option<Bounded<64, 2048>>,
+    /// Default `text`.
+    format: Option<Format>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Observe;
+
+impl Tool for Observe {
+    type Args = ObserveArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "observe",
+        "Observe the screen",
+        "Lists what is on screen for the session's device: each element's ref (stable while the element lives), role, name or text, value, non-default states and bounds (x,y width x height in CSS pixels), the focused element, the open modal dialog, screen size, app and URL, and how much content lies off screen. `full: true` lists the whole document. `screenshot: true` adds a downscaled JPEG. `format: json` returns structured data instead of text.",
+        Hints::READ,
+    )
+    .on_device(WEB);
+
+    async fn run(call: Call<'_>, args: ObserveArgs) -> Result<Output, ToolError> {
+        let device = session_device(&call)?;
+        let width = args.screenshot_width.map(Bounded::get);
+        let options = ObserveOptions {
+            full: args.full,
+            screenshot_width: (args.screenshot || width.is_some())
+                .then(|| width.unwrap_or(DEFAULT_OBSERVE_SCREENSHOT_WIDTH)),
+            screenshot_quality: OBSERVE_SCREENSHOT_QUALITY,
+        };
+        let observation = bounded(device.observe(options)).await?;
+        Ok(observation_output(
+            &observation,
+            None,
+            args.format == Some(Format::Json),
+        ))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScreenshotArgs {
+    /// Image width in pixels (default: the screen's CSS width).
+    width: Option<Bounded<64, 4096>>,
+    /// JPEG quality (default 70).
+    quality: Option<Bounded<1, 100>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Screenshot;
+
+impl Tool for Screenshot {
+    type Args = ScreenshotArgs;
+
+    const DEF: ToolDef = ToolDef::new(
+        "screenshot",
+        "Take a screenshot",
+        "Returns a JPEG of the screen.",
+        Hints::READ,
+    )
+    .on_device(WEB);
+
+    async fn run(call: Call<'_>, args: ScreenshotArgs) -> Result<Output, ToolError> {
+        let device = session_device(&call)?;
+        let quality = args
+            .quality
+            .map_or(DEFAULT_SCREENSHOT_QUALITY, Bounded::get);
+        // `Bounded<1, 100>` keeps the quality inside a byte.
+        let quality = u8::try_from(quality).unwrap_or(u8::MAX);
+        let shot = bounded(device.screenshot(args.width.map(Bounded::get), quality)).await?;
+        Ok(Output::Rich {
+            text: format!("screenshot {}x{} JPEG", shot.width, shot.height),
+            image: Some(shot.jpeg),
+            structured: None,
+        })
+    }
+}
