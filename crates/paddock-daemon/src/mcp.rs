@@ -233,9 +233,7 @@ impl McpHost {
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) {
-        if let Err(error) = self.registry_store_session(&session) {
-            debug!(%error, "could not record socket session");
-        }
+        self.registry.record_session(&session);
         let ctx = self.owner_ctx(Some(session.clone()));
         let (server, id) = self.registry.connection_server(ctx.clone());
         match server.serve((reader, writer)).await {
@@ -250,12 +248,6 @@ impl McpHost {
         if let Some(device) = self.backend.release(session.as_str()).await {
             debug!(%device, "released the device of a closed socket session");
         }
-    }
-
-    fn registry_store_session(&self, session: &SessionKey) -> Result<(), String> {
-        self.registry
-            .record_session(session)
-            .map_err(|error| error.to_string())
     }
 }
 

@@ -533,16 +533,13 @@ impl Pool {
     }
 }
 
-/// Runs a store write on a blocking thread: SQLite waits on disk, which an async worker must
-/// not. A failure is logged: the in-memory state stays authoritative for this daemon's run.
+/// Runs a store write on a blocking thread ([`Store::blocking`]). A failure is logged: the
+/// in-memory state stays authoritative for this daemon's run.
 async fn persist(
     store: &Arc<Store>,
     write: impl FnOnce(&Store) -> Result<(), paddock_store::StoreError> + Send + 'static,
 ) {
-    let store = store.clone();
-    match tokio::task::spawn_blocking(move || write(&store)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => warn!(%error, "could not persist a device binding"),
-        Err(_) => warn!("persisting a device binding failed unexpectedly"),
+    if let Err(error) = store.blocking(write).await {
+        warn!(%error, "could not persist a device binding");
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -54,6 +55,8 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    #[error("a write to the state database `{path}` failed unexpectedly")]
+    TaskFailed { path: PathBuf },
     #[error("could not make the state database `{path}` private (mode 0600)")]
     Permissions {
         path: PathBuf,
@@ -313,17 +316,66 @@ impl Store {
         {
             return Ok(());
         }
-        self.connection()
-            .execute(
-                "INSERT OR IGNORE INTO sessions (session_key, first_seen_ms) VALUES (?1, ?2)",
-                params![session_key, now_ms()],
-            )
-            .map_err(|error| self.sqlite_error(error))?;
+        self.insert_session_row(session_key)?;
         self.sessions
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(session_key.to_owned());
         Ok(())
+    }
+
+    fn insert_session_row(&self, session_key: &str) -> Result<(), StoreError> {
+        self.connection()
+            .execute(
+                "INSERT OR IGNORE INTO sessions (session_key, first_seen_ms) VALUES (?1, ?2)",
+                params![session_key, now_ms()],
+            )
+            .map(drop)
+            .map_err(|error| self.sqlite_error(error))
+    }
+
+    /// Runs `work` with the store on a blocking thread and waits for it: SQLite waits on disk,
+    /// which an async worker must not. Every write reached from async code goes through here.
+    pub async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .unwrap_or(Err(StoreError::TaskFailed { path }))
+    }
+
+    /// Records a session key from code that cannot wait (deciding a request's session): known
+    /// keys cost nothing; a new one is known at once and written on a blocking thread, with a
+    /// failure reported to `on_error`. Outside a Tokio runtime it is written here.
+    pub fn record_session_soon(
+        self: &Arc<Self>,
+        session_key: &str,
+        on_error: impl FnOnce(StoreError) + Send + 'static,
+    ) {
+        if self.session_known(session_key) {
+            return;
+        }
+        // Known at once, so the next request may name it; the row follows.
+        self.sessions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session_key.to_owned());
+        let store = self.clone();
+        let key = session_key.to_owned();
+        let work = move || {
+            if let Err(error) = store.insert_session_row(&key) {
+                on_error(error);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(work);
+            }
+            Err(_) => work(),
+        }
     }
 
     /// Whether a session key has ever been used with this state directory.

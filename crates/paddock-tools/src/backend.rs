@@ -1,13 +1,12 @@
 //! The backend port: what tools need from the daemon's subsystems, as Rust types. The device
 //! pool implements it; tools never see its internals.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use paddock_devices::{AppConfig, Device, DeviceError, DeviceInfo, Platform, Pool};
 
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future: `futures-util`'s alias, the one every crate of the workspace uses.
+pub use futures_util::future::BoxFuture;
 
 /// A device bound to a session, and whether this call bound it.
 pub type Acquired = (Arc<dyn Device>, bool);

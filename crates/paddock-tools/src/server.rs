@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use futures::FutureExt as _;
+use futures_util::FutureExt as _;
 use paddock_store::{ChoiceScope, Choices, Store};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -162,9 +162,12 @@ impl Registry {
         self.lock_connections().remove(&id);
     }
 
-    /// Records that `session` has been used, so `sessionUuid` may name it.
-    pub fn record_session(&self, session: &SessionKey) -> Result<(), paddock_store::StoreError> {
-        self.store.record_session(session.as_str())
+    /// Records that `session` has been used, so `sessionUuid` may name it: known at once, written
+    /// on a blocking thread (a failure is logged).
+    pub fn record_session(&self, session: &SessionKey) {
+        self.store.record_session_soon(session.as_str(), |error| {
+            warn!(error = %error, "could not record session");
+        });
     }
 
     /// Writes out every audit event recorded so far.
@@ -374,10 +377,8 @@ impl McpServer {
                 _ => chosen = Some(candidate),
             }
         }
-        if let Some(key) = &chosen
-            && let Err(error) = self.registry.store.record_session(key.as_str())
-        {
-            warn!(error = %error, "could not record session");
+        if let Some(key) = &chosen {
+            self.registry.record_session(key);
         }
         Ok(chosen)
     }

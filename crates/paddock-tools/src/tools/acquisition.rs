@@ -40,7 +40,7 @@ fn check_enable_tools(call: &Call<'_>, names: &[String]) -> Result<ToolNames, To
 
 /// Declares capabilities for a freshly minted session and reports the resulting sets the way
 /// tools/list will resolve them.
-fn declare(
+async fn declare(
     call: &Call<'_>,
     session: &SessionKey,
     changes: &Choices,
@@ -53,7 +53,14 @@ fn declare(
     }
     if !changes.is_empty() {
         let scope = ChoiceScope::Session(session.as_str().to_owned());
-        if let Err(error) = call.registry.store.write_choices(&scope, changes) {
+        let written = {
+            let changes = changes.clone();
+            call.registry
+                .store
+                .blocking(move |store| store.write_choices(&scope, &changes))
+                .await
+        };
+        if let Err(error) = written {
             answer["enableToolsError"] = json!(format!(
                 "the device was acquired but the tool declaration was not saved ({error}); declare the tools again with setToolEnabled"
             ));
@@ -111,7 +118,7 @@ async fn bind(
         Some(session) => session.clone(),
         None => new_session_id()?,
     };
-    let _ = call.registry.record_session(&session);
+    call.registry.record_session(&session);
     let (device, new) = bounded(call.ctx.backend.acquire(
         session.as_str(),
         platform,
@@ -165,7 +172,7 @@ async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolErr
             bounded(device.act(Action::LaunchApp(app), SETTLE, ObserveOptions::default())).await?;
         answer["observation"] = json!(observation_text(&outcome.observation));
     }
-    let declared = declare(&call, &session, &changes, skipped, true);
+    let declared = declare(&call, &session, &changes, skipped, true).await;
     merge(&mut answer, declared);
     Ok(Output::Json(answer))
 }
@@ -338,7 +345,7 @@ impl Tool for ProvisionDevice {
         });
         merge(
             &mut answer,
-            declare(&call, &session, &changes, skipped, false),
+            declare(&call, &session, &changes, skipped, false).await,
         );
         Ok(Output::Json(answer))
     }

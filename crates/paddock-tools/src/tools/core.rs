@@ -48,17 +48,22 @@ fn store_error(error: impl std::fmt::Display) -> ToolError {
     ToolError::new(ToolErrorCode::Unavailable, error.to_string())
 }
 
-/// The configurable tools listed after a write, read back from the database.
-fn enabled_after_write(
+/// The configurable tools listed after a write, read back from the database (on a blocking
+/// thread).
+async fn enabled_after_write(
     call: &Call<'_>,
     scope: &ChoiceScope,
     session: Option<&SessionKey>,
 ) -> Result<Vec<String>, ToolError> {
     let registry = call.registry;
-    let disk = registry
-        .store
-        .read_choices_from_disk(scope)
-        .map_err(store_error)?;
+    let disk = {
+        let scope = scope.clone();
+        registry
+            .store
+            .blocking(move |store| store.read_choices_from_disk(&scope))
+            .await
+            .map_err(store_error)?
+    };
     let (profile, session_choices) = match scope {
         ChoiceScope::Profile(_) => (disk, registry.session_choices(session)),
         ChoiceScope::Session(_) => (registry.profile_choices(call.ctx), disk),
@@ -109,13 +114,13 @@ pub(super) fn tool_names(
 }
 
 /// Adds `enabledTools` (or why it could not be read back) to a write's answer.
-fn with_enabled_tools(
+async fn with_enabled_tools(
     mut answer: Value,
     call: &Call<'_>,
     scope: &ChoiceScope,
     session: Option<&SessionKey>,
 ) -> Value {
-    match enabled_after_write(call, scope, session) {
+    match enabled_after_write(call, scope, session).await {
         Ok(enabled_tools) => answer["enabledTools"] = json!(enabled_tools),
         Err(error) => answer["enabledToolsError"] = json!(error.to_string()),
     }
@@ -190,9 +195,11 @@ impl Tool for SetToolEnabled {
         let skipped: BTreeSet<String> = skipped.into_iter().collect();
         let (scope, session) = target_scope(&call, args.session_uuid.as_deref())?;
         if !changes.is_empty() {
+            let (scope, changes) = (scope.clone(), changes.clone());
             call.registry
                 .store
-                .write_choices(&scope, &changes)
+                .blocking(move |store| store.write_choices(&scope, &changes))
+                .await
                 .map_err(store_error)?;
             call.registry.discovery_changed();
         }
@@ -201,12 +208,9 @@ impl Tool for SetToolEnabled {
             "changed": changes.keys().collect::<Vec<_>>(),
             "skipped": skipped,
         });
-        Ok(Output::Json(with_enabled_tools(
-            answer,
-            &call,
-            &scope,
-            session.as_ref(),
-        )))
+        Ok(Output::Json(
+            with_enabled_tools(answer, &call, &scope, session.as_ref()).await,
+        ))
     }
 }
 
@@ -308,19 +312,19 @@ impl Tool for Discovery {
             }
             DiscoveryOperation::Reset => {
                 let (scope, session) = target_scope(&call, args.session_uuid.as_deref())?;
-                let removed = call
-                    .registry
-                    .store
-                    .clear_choices(&scope)
-                    .map_err(store_error)?;
+                let removed = {
+                    let scope = scope.clone();
+                    call.registry
+                        .store
+                        .blocking(move |store| store.clear_choices(&scope))
+                        .await
+                        .map_err(store_error)?
+                };
                 call.registry.discovery_changed();
                 let answer = json!({ "scope": scope_json(&scope), "removed": removed });
-                Ok(Output::Json(with_enabled_tools(
-                    answer,
-                    &call,
-                    &scope,
-                    session.as_ref(),
-                )))
+                Ok(Output::Json(
+                    with_enabled_tools(answer, &call, &scope, session.as_ref()).await,
+                ))
             }
         }
     }
