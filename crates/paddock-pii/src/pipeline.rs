@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::PiiError;
 use crate::filter::{DefaultFilter, Redacted};
-use crate::plugin::{CompiledPlugin, PluginLimits};
+use crate::plugin::{CompiledPlugin, PluginRunner};
 
 /// One filter of a pipeline.
 #[derive(Debug, Clone)]
@@ -68,9 +68,10 @@ impl Pipeline {
         self.revision
     }
 
-    /// Runs every enabled filter in order. The first failing filter stops the run: the caller
-    /// gets its id and the kind of failure, never partial output.
-    pub fn run(&self, text: &str, limits: &PluginLimits) -> Result<Redacted, PiiError> {
+    /// Runs every enabled filter in order, each plugin under its runner's limits. The first
+    /// failing filter stops the run: the caller gets its id and the kind of failure, never
+    /// partial output.
+    pub(crate) fn run(&self, text: &str, plugins: &PluginRunner) -> Result<Redacted, PiiError> {
         let mut current: Cow<'_, str> = Cow::Borrowed(text);
         let mut triggered_filters = Vec::new();
         for entry in self.entries.iter().filter(|entry| entry.enabled) {
@@ -82,7 +83,7 @@ impl Pipeline {
                     }
                 }
                 EntryKind::Plugin(plugin) => {
-                    let output = plugin.compiled.run(&current, limits).map_err(|failure| {
+                    let output = plugins.run(&plugin.compiled, &current).map_err(|failure| {
                         PiiError::FilterFailed {
                             filter: entry.id.clone(),
                             failure,

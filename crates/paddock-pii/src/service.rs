@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::{PiiError, PluginError};
 use crate::filter::{DefaultFilter, Redacted, redact_defaults};
 use crate::pipeline::{Entry, EntryKind, Plugin};
-use crate::plugin::{PluginLimits, compile};
+use crate::plugin::{PluginLimits, PluginRunner, compile};
 use crate::store::{BotId, PipelineStore, now_rfc3339};
 
 /// The playground's limit on input and on output, in UTF-8 bytes.
@@ -62,7 +62,7 @@ pub struct PipelineView {
 #[derive(Debug)]
 pub struct PiiService {
     store: PipelineStore,
-    limits: PluginLimits,
+    plugins: PluginRunner,
 }
 
 fn info(entry: &Entry) -> FilterInfo {
@@ -85,7 +85,7 @@ impl PiiService {
     pub fn new(config: PiiConfig) -> Result<PiiService, PiiError> {
         Ok(PiiService {
             store: PipelineStore::new(&config.state_dir, &config.machine_id)?,
-            limits: config.limits,
+            plugins: PluginRunner::new(config.limits),
         })
     }
 
@@ -175,7 +175,7 @@ impl PiiService {
 
     /// Runs the bot's pipeline over an outgoing text. An error means the text must not be sent.
     pub fn run(&self, bot: &BotId, text: &str) -> Result<Redacted, PiiError> {
-        self.store.pipeline(bot)?.run(text, &self.limits)
+        self.store.pipeline(bot)?.run(text, &self.plugins)
     }
 
     /// The playground: the same run, with input and output each limited to
