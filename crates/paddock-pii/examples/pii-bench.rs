@@ -256,6 +256,11 @@ const ADVERSARIAL: &[(&str, &str, &str)] = &[
     ("phones, NANP", "", "(415) 555-2671 "),
     ("phones, labelled", "", "Tel. 030 901820 "),
     ("phone labels, spaced digits", "", "call 1 "),
+    (
+        "phone labels, long numbers",
+        "",
+        "Tel. 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7\n",
+    ),
     ("ID numbers, labelled", "", "SSN 078-05-1120 "),
     ("ID labels, spaced digits", "", "SSN BSN PESEL 1 "),
     ("NINO", "", "AB 12 34 56 C "),
@@ -282,6 +287,27 @@ const ADVERSARIAL: &[(&str, &str, &str)] = &[
     ("keys, eyJ run", "", "eyJ."),
 ];
 
+/// Builds the `i`-th value of an input made of distinct values.
+type Value = fn(u64) -> String;
+
+/// Adversarial inputs made of distinct values, so that nothing can be answered from what an
+/// earlier, identical value gave.
+const DISTINCT: &[(&str, Value)] = &[
+    ("phones, distinct international", |i| {
+        format!("+44 20 7{:03} {:04} ", i / 10_000 % 1000, i % 10_000)
+    }),
+    ("phone labels, distinct long numbers", |i| {
+        let digits: Vec<String> = (0..17)
+            .map(|k| ((i.wrapping_mul(2_654_435_761) >> (k * 3)) % 10).to_string())
+            .collect();
+        format!("Tel. {}\n", digits.join(" "))
+    }),
+    ("cards, distinct", |i| {
+        let body = format!("4{:014}", i.wrapping_mul(7_919) % 100_000_000_000_000);
+        format!("{} ", luhn_complete(&body))
+    }),
+];
+
 /// Sizes of the adversarial inputs; 2 MiB is the stdin limit of `paddock pii redact`.
 const ADVERSARIAL_SIZES: [usize; 3] = [320 * 1024, 640 * 1024, 2 * 1024 * 1024];
 
@@ -296,19 +322,46 @@ fn repeated(prefix: &str, unit: &str, size: usize) -> String {
     text
 }
 
+/// Values from `value(0)`, `value(1)`, … for as long as they fit in `size` bytes.
+fn distinct(value: Value, size: usize) -> String {
+    let mut text = String::with_capacity(size);
+    for i in 0.. {
+        let next = value(i);
+        if text.len() + next.len() > size {
+            break;
+        }
+        text.push_str(&next);
+    }
+    text
+}
+
 /// Runs the default pipeline once over each adversarial input and prints seconds and MB/s.
 fn adversarial(only: Option<&str>) {
     println!("adversarial inputs, one run each (MB/s at 320 KiB / 640 KiB / 2 MiB):");
-    // Build the lazily compiled automata and expressions before anything is timed.
-    run_defaults("warm up: jane@example.com 4111 1111 1111 1111 token=abcdefgh12345678");
-    for (name, prefix, unit) in ADVERSARIAL {
+    // Build the lazily compiled automata, expressions and metadata before anything is timed.
+    run_defaults(
+        "warm up: jane@example.com 4111 1111 1111 1111 token=abcdefgh12345678 +44 20 7946 0958",
+    );
+    let repeats = ADVERSARIAL.iter().map(|&(name, prefix, unit)| {
+        (
+            name,
+            Box::new(move |size| repeated(prefix, unit, size)) as Box<dyn Fn(usize) -> String>,
+        )
+    });
+    let distincts = DISTINCT.iter().map(|&(name, value)| {
+        (
+            name,
+            Box::new(move |size| distinct(value, size)) as Box<dyn Fn(usize) -> String>,
+        )
+    });
+    for (name, build) in repeats.chain(distincts) {
         if only.is_some_and(|only| !name.contains(only)) {
             continue;
         }
-        print!("  {name:<30}");
+        print!("  {name:<36}");
         let mut outcome = "";
         for size in ADVERSARIAL_SIZES {
-            let text = repeated(prefix, unit, size);
+            let text = build(size);
             let start = Instant::now();
             let result = run_defaults(std::hint::black_box(&text));
             let seconds = start.elapsed().as_secs_f64();
@@ -328,7 +381,7 @@ fn adversarial(only: Option<&str>) {
 
 /// The default pipeline over `text`; `None` when it failed (hit its deadline).
 fn run_defaults(text: &str) -> Option<paddock_pii::Redacted> {
-    Some(redact_defaults(text))
+    redact_defaults(text).ok()
 }
 
 /// Runs the default pipeline over `docs` repeatedly for at least `min` and returns MB/s

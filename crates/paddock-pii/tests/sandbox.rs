@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use paddock_pii::{BotId, FilterFailure, PiiConfig, PiiError, PiiService, PluginLimits};
+use paddock_pii::{
+    BotId, DEFAULT_FILTERS_TIME, FilterFailure, PiiConfig, PiiError, PiiService, PluginLimits,
+};
 
 fn test_limits() -> PluginLimits {
     PluginLimits {
@@ -18,6 +20,7 @@ fn service_with(dir: &tempfile::TempDir, limits: PluginLimits) -> PiiService {
         state_dir: dir.path().to_path_buf(),
         machine_id: "m1".into(),
         limits,
+        default_filters_time: DEFAULT_FILTERS_TIME,
     })
     .unwrap()
 }

@@ -1,8 +1,8 @@
 //! `paddock pii` through the real binary and daemon: the defaults of a fresh bot, plugins added
 //! and run, switches and deletions that persist across restarts, the playground's limits, a
 //! failing plugin that blocks without echoing the text, a plugin that keeps the job queue busy,
-//! one bot's corrupted pipeline, the daemon-less `redact --defaults`, and the errors for a
-//! missing bot or daemon.
+//! one bot's corrupted pipeline, the daemon-less `redact --defaults` (also on 2 MiB of card
+//! numbers), and the errors for a missing bot or daemon.
 #![cfg(test)]
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -637,6 +637,31 @@ fn redact_defaults_runs_without_a_daemon() {
         "",
     );
     assert_eq!(both.code(), Some(2), "{both}");
+}
+
+#[test]
+fn redact_defaults_handles_two_mebibytes_of_card_numbers() {
+    let harness = DaemonHarness::new(BIN).unwrap();
+    // The stdin limit, filled with card numbers in the layouts that used to be quadratic.
+    let limit = 2 * 1024 * 1024;
+    for card in ["4111 1111 1111 1111 ", "4111-1111-1111-1111 "] {
+        let input = card.repeat(limit / card.len());
+        let cards = limit / card.len();
+        // A generous deadline that catches a hang, not a speed requirement.
+        let result = harness
+            .run_with_stdin_within(
+                ["pii", "redact", "--defaults"],
+                input.as_bytes(),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert_eq!(result.code(), Some(0), "{card:?}: {}", result.stderr());
+        let value: Value = serde_json::from_str(result.stdout().trim()).unwrap();
+        let text = value["text"].as_str().unwrap();
+        assert_eq!(text.matches("[CARD]").count(), cards, "{card:?}");
+        assert!(!text.contains("4111"), "{card:?}: a card survived");
+        assert_eq!(value["triggeredFilters"], json!(["bank-cards"]));
+    }
 }
 
 #[test]
