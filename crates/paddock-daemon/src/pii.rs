@@ -16,8 +16,8 @@ use paddock_client::control::{
     PiiSetEnabled, PiiSetEnabledParams, PiiTest, PiiTextParams,
 };
 use paddock_pii::{
-    BotId, FilterInfo, FilterKind, PiiConfig, PiiError, PiiService, PipelineView, PluginLimits,
-    Redacted,
+    BotId, DEFAULT_FILTERS_TIME, FilterInfo, FilterKind, PiiConfig, PiiError, PiiService,
+    PipelineView, PluginLimits, Redacted,
 };
 use tracing::{info, warn};
 
@@ -43,6 +43,7 @@ impl PiiHost {
                     state_dir: state_dir.to_path_buf(),
                     machine_id,
                     limits: PluginLimits::default(),
+                    default_filters_time: DEFAULT_FILTERS_TIME,
                 })
                 .map(Arc::new)
                 .map_err(|error| error.to_string())

@@ -1,14 +1,17 @@
 //! `pii-bench`: default-pipeline throughput on clean prose and on secret-dense text, next to
-//! Presidio's analyzer on the same documents in the same run. Not a test: it prints numbers
-//! and ratios and asserts nothing.
+//! Presidio's analyzer on the same documents in the same run, and on adversarial inputs
+//! (repeated card numbers, long digit runs, runs of `@`, dense key triggers …) at 320 KiB,
+//! 640 KiB and 2 MiB, where a quadratic path would show as MB/s falling with size. Not a
+//! test: it prints numbers and ratios and asserts nothing.
 //!
 //! ```sh
 //! cargo run --release -p paddock-pii --example pii-bench -- --python /path/to/venv/bin/python
 //! ```
 //!
 //! `--python` names an interpreter with `presidio-analyzer` and `spacy` installed; without it
-//! only Paddock is measured. The corpora are generated from a fixed seed, so every run scans
-//! the same bytes.
+//! only Paddock is measured. `--adversarial-only` skips the prose corpora, `--only TEXT` keeps
+//! the adversarial cases whose name contains TEXT, `--no-adversarial` skips them. The corpora
+//! are generated from a fixed seed, so every run scans the same bytes.
 
 use std::io::Write;
 use std::process::Command;
@@ -236,19 +239,164 @@ fn secret_dense(rng: &mut Rng, bytes: usize) -> Vec<String> {
     docs
 }
 
+/// Adversarial inputs: a prefix and a unit repeated up to the size under test. Each shape aims
+/// at one detector's scanning (runs of digit groups, label lookups, `@` expansion, key
+/// triggers and their windows, PEM blocks).
+const ADVERSARIAL: &[(&str, &str, &str)] = &[
+    ("cards, spaced", "", "4111 1111 1111 1111 "),
+    ("cards, dashed", "", "4111-1111-1111-1111 "),
+    ("cards, one dashed run", "", "4111-1111-1111-1111-"),
+    ("cards, 4-6-5", "", "3782 822463 10005 "),
+    ("cards, solid", "", "4111111111111111 "),
+    ("digits, single-spaced", "", "1 "),
+    ("digit groups of four", "", "1234 "),
+    ("one digit run", "", "4"),
+    ("dotted digits", "", "12.34."),
+    ("phones, international", "", "+44 20 7946 0958 "),
+    ("phones, NANP", "", "(415) 555-2671 "),
+    ("phones, labelled", "", "Tel. 030 901820 "),
+    ("phone labels, spaced digits", "", "call 1 "),
+    (
+        "phone labels, long numbers",
+        "",
+        "Tel. 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7\n",
+    ),
+    ("ID numbers, labelled", "", "SSN 078-05-1120 "),
+    ("ID labels, spaced digits", "", "SSN BSN PESEL 1 "),
+    ("NINO", "", "AB 12 34 56 C "),
+    ("alphanumeric IDs, no spaces", "", "X1234567L"),
+    ("e-mail, @ run", "", "@"),
+    ("e-mail, a@ run", "", "a@"),
+    ("e-mail, dotted domain", "x@", "a."),
+    ("e-mail, dotted local part", "", "a."),
+    ("e-mail, addresses", "", "jane.doe@example.com "),
+    ("keys, base64 run", "", "Ab9+"),
+    ("keys, SK run", "", "SK"),
+    ("keys, AKIA run", "", "AKIA"),
+    ("keys, token= run", "", "token="),
+    ("keys, password run", "x ", "password"),
+    ("keys, assignments", "", "password=hunter22 "),
+    (
+        "keys, PEM BEGIN lines",
+        "",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+    ),
+    ("keys, Bearer run", "", "Bearer "),
+    ("keys, :// run", "", "a://"),
+    ("keys, -u run", "", "-u a:b "),
+    ("keys, eyJ run", "", "eyJ."),
+];
+
+/// Builds the `i`-th value of an input made of distinct values.
+type Value = fn(u64) -> String;
+
+/// Adversarial inputs made of distinct values, so that nothing can be answered from what an
+/// earlier, identical value gave.
+const DISTINCT: &[(&str, Value)] = &[
+    ("phones, distinct international", |i| {
+        format!("+44 20 7{:03} {:04} ", i / 10_000 % 1000, i % 10_000)
+    }),
+    ("phone labels, distinct long numbers", |i| {
+        let digits: Vec<String> = (0..17)
+            .map(|k| ((i.wrapping_mul(2_654_435_761) >> (k * 3)) % 10).to_string())
+            .collect();
+        format!("Tel. {}\n", digits.join(" "))
+    }),
+    ("cards, distinct", |i| {
+        let body = format!("4{:014}", i.wrapping_mul(7_919) % 100_000_000_000_000);
+        format!("{} ", luhn_complete(&body))
+    }),
+];
+
+/// Sizes of the adversarial inputs; 2 MiB is the stdin limit of `paddock pii redact`.
+const ADVERSARIAL_SIZES: [usize; 3] = [320 * 1024, 640 * 1024, 2 * 1024 * 1024];
+
+/// `prefix` followed by as many whole `unit`s as fit in `size` bytes.
+fn repeated(prefix: &str, unit: &str, size: usize) -> String {
+    let count = size.saturating_sub(prefix.len()) / unit.len().max(1);
+    let mut text = String::with_capacity(size);
+    text.push_str(prefix);
+    for _ in 0..count {
+        text.push_str(unit);
+    }
+    text
+}
+
+/// Values from `value(0)`, `value(1)`, … for as long as they fit in `size` bytes.
+fn distinct(value: Value, size: usize) -> String {
+    let mut text = String::with_capacity(size);
+    for i in 0.. {
+        let next = value(i);
+        if text.len() + next.len() > size {
+            break;
+        }
+        text.push_str(&next);
+    }
+    text
+}
+
+/// Runs the default pipeline once over each adversarial input and prints seconds and MB/s.
+fn adversarial(only: Option<&str>) {
+    println!("adversarial inputs, one run each (MB/s at 320 KiB / 640 KiB / 2 MiB):");
+    // Build the lazily compiled automata, expressions and metadata before anything is timed.
+    run_defaults(
+        "warm up: jane@example.com 4111 1111 1111 1111 token=abcdefgh12345678 +44 20 7946 0958",
+    );
+    let repeats = ADVERSARIAL.iter().map(|&(name, prefix, unit)| {
+        (
+            name,
+            Box::new(move |size| repeated(prefix, unit, size)) as Box<dyn Fn(usize) -> String>,
+        )
+    });
+    let distincts = DISTINCT.iter().map(|&(name, value)| {
+        (
+            name,
+            Box::new(move |size| distinct(value, size)) as Box<dyn Fn(usize) -> String>,
+        )
+    });
+    for (name, build) in repeats.chain(distincts) {
+        if only.is_some_and(|only| !name.contains(only)) {
+            continue;
+        }
+        print!("  {name:<36}");
+        let mut outcome = "";
+        for size in ADVERSARIAL_SIZES {
+            let text = build(size);
+            let start = Instant::now();
+            let result = run_defaults(std::hint::black_box(&text));
+            let seconds = start.elapsed().as_secs_f64();
+            if result.is_none() {
+                outcome = "  (deadline hit)";
+            }
+            print!(
+                "  {:>8.1} ({:>6.3} s)",
+                text.len() as f64 / seconds / 1e6,
+                seconds
+            );
+            let _ = std::io::stdout().flush();
+        }
+        println!("{outcome}");
+    }
+}
+
+/// The default pipeline over `text`; `None` when it failed (hit its deadline).
+fn run_defaults(text: &str) -> Option<paddock_pii::Redacted> {
+    redact_defaults(text).ok()
+}
+
 /// Runs the default pipeline over `docs` repeatedly for at least `min` and returns MB/s
 /// (10^6 bytes per second).
 fn measure(docs: &[String], min: Duration) -> (f64, usize) {
     let bytes: usize = docs.iter().map(String::len).sum();
     let mut triggered = 0;
     for doc in docs {
-        triggered += redact_defaults(doc).triggered_filters.len();
+        triggered += run_defaults(doc).map_or(0, |r| r.triggered_filters.len());
     }
     let start = Instant::now();
     let mut passes = 0u32;
     while start.elapsed() < min {
         for doc in docs {
-            std::hint::black_box(redact_defaults(std::hint::black_box(doc)));
+            std::hint::black_box(run_defaults(std::hint::black_box(doc)));
         }
         passes += 1;
     }
@@ -260,17 +408,27 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut python = None;
     let mut seconds = 3u64;
+    let mut prose_corpora = true;
+    let mut adversarial_cases = true;
+    let mut only = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--python" => python = args.next(),
             "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(3),
+            "--adversarial-only" => prose_corpora = false,
+            "--no-adversarial" => adversarial_cases = false,
+            "--only" => only = args.next(),
             other => {
                 eprintln!(
-                    "unknown argument `{other}`; usage: pii-bench [--python PATH] [--seconds N]"
+                    "unknown argument `{other}`; usage: pii-bench [--python PATH] [--seconds N] [--adversarial-only | --no-adversarial] [--only TEXT]"
                 );
                 std::process::exit(2);
             }
         }
+    }
+    if !prose_corpora {
+        adversarial(only.as_deref());
+        return;
     }
     let mut rng = Rng(0x5eed_1234_abcd_0042);
     let clean = prose(&mut rng, 512 * 1024);
@@ -291,6 +449,9 @@ fn main() {
         dense.len(),
         dense.iter().map(String::len).sum::<usize>()
     );
+    if adversarial_cases {
+        adversarial(only.as_deref());
+    }
     let Some(python) = python else {
         println!("(pass --python PATH to compare with Presidio)");
         return;

@@ -23,6 +23,12 @@ pub enum FilterFailure {
         /// The limit.
         limit: Duration,
     },
+    /// The run executed more promise jobs than allowed.
+    #[error("it ran more than {limit} promise jobs")]
+    JobLimit {
+        /// The limit.
+        limit: usize,
+    },
     /// The run exceeded its memory limit.
     #[error("it exceeded its memory limit of {limit_bytes} bytes")]
     MemoryLimit {
@@ -40,9 +46,19 @@ pub enum FilterFailure {
         /// The limit.
         limit: usize,
     },
-    /// The JavaScript engine could not be started (out of memory on the host).
-    #[error("the sandbox could not be started")]
+    /// The JavaScript engine could not be started (out of memory on the host) or its thread
+    /// ended without an answer.
+    #[error("the sandbox could not be started or stopped unexpectedly")]
     Engine,
+    /// Too many earlier runs outlived their time limit and are still winding down, so no new
+    /// run was started.
+    #[error(
+        "the sandbox is still stopping {lingering} earlier runs that exceeded their time limit; try again shortly"
+    )]
+    SandboxBusy {
+        /// Runs still winding down.
+        lingering: usize,
+    },
 }
 
 /// Why a plugin source was rejected when it was added or loaded.

@@ -22,7 +22,10 @@ pub mod service;
 pub mod store;
 
 pub use error::{FilterFailure, PiiError, PluginError};
-pub use filter::{DefaultFilter, Redacted, default_findings, redact_defaults};
+pub use filter::{
+    DEFAULT_FILTERS_TIME, DefaultFilter, Redacted, default_findings, redact_defaults,
+    redact_defaults_within,
+};
 pub use finding::{Category, Finding};
 pub use pipeline::Pipeline;
 pub use plugin::PluginLimits;

@@ -2,10 +2,11 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::PiiError;
-use crate::filter::{DefaultFilter, Redacted};
-use crate::plugin::{CompiledPlugin, PluginLimits};
+use crate::filter::{DefaultFilter, DefaultsBudget, Redacted};
+use crate::plugin::{CompiledPlugin, PluginRunner};
 
 /// One filter of a pipeline.
 #[derive(Debug, Clone)]
@@ -68,21 +69,28 @@ impl Pipeline {
         self.revision
     }
 
-    /// Runs every enabled filter in order. The first failing filter stops the run: the caller
-    /// gets its id and the kind of failure, never partial output.
-    pub fn run(&self, text: &str, limits: &PluginLimits) -> Result<Redacted, PiiError> {
+    /// Runs every enabled filter in order: the default filters together within
+    /// `default_filters_time`, each plugin under its runner's limits. The first failing filter
+    /// stops the run: the caller gets its id and the kind of failure, never partial output.
+    pub(crate) fn run(
+        &self,
+        text: &str,
+        plugins: &PluginRunner,
+        default_filters_time: Duration,
+    ) -> Result<Redacted, PiiError> {
         let mut current: Cow<'_, str> = Cow::Borrowed(text);
         let mut triggered_filters = Vec::new();
+        let mut budget = DefaultsBudget::new(default_filters_time);
         for entry in self.entries.iter().filter(|entry| entry.enabled) {
             match &entry.kind {
                 EntryKind::Default(filter) => {
-                    if let Some(output) = filter.redact(&current) {
+                    if let Some(output) = budget.redact(*filter, &current)? {
                         triggered_filters.push(entry.id.clone());
                         current = Cow::Owned(output);
                     }
                 }
                 EntryKind::Plugin(plugin) => {
-                    let output = plugin.compiled.run(&current, limits).map_err(|failure| {
+                    let output = plugins.run(&plugin.compiled, &current).map_err(|failure| {
                         PiiError::FilterFailed {
                             filter: entry.id.clone(),
                             failure,

@@ -1,12 +1,65 @@
-//! Shared scanning helpers: numeric runs, token boundaries, document labels and windows.
+//! Shared scanning helpers: numeric runs, token boundaries, document labels, windows and the
+//! deadline of a default-filter run.
 //!
 //! The default filters avoid running regular expressions over whole messages. Instead they
 //! find cheap trigger bytes (digits, `@`, key prefixes) and look closely only around them,
-//! which keeps clean prose fast to scan.
+//! which keeps clean prose fast to scan. Every step does a bounded amount of work per byte,
+//! group or trigger, so a run is linear in its input; the [`Deadline`] is the backstop that
+//! turns a run that is still too slow into an error instead of a stall.
 
+use std::cell::Cell;
 use std::ops::Range;
+use std::time::Instant;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// A default-filter run ran out of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expired;
+
+/// The clock is read on every this many checks only: a check is then a counter increment,
+/// cheap enough for per-group and per-trigger loops.
+const CHECKS_PER_CLOCK_READ: u32 = 64;
+
+/// When a default-filter run must give up. Detectors call [`Deadline::check`] in every loop
+/// whose trip count grows with the input and stop with [`Expired`] once it has passed.
+#[derive(Debug)]
+pub(crate) struct Deadline {
+    at: Option<Instant>,
+    checks: Cell<u32>,
+}
+
+impl Deadline {
+    /// A deadline at `at`.
+    pub fn at(at: Instant) -> Deadline {
+        Deadline {
+            at: Some(at),
+            checks: Cell::new(0),
+        }
+    }
+
+    /// No deadline: for callers that accept any run time (the findings API, tests).
+    pub fn none() -> Deadline {
+        Deadline {
+            at: None,
+            checks: Cell::new(0),
+        }
+    }
+
+    /// `Err(Expired)` once the deadline has passed (noticed within a few dozen checks).
+    pub fn check(&self) -> Result<(), Expired> {
+        let Some(at) = self.at else {
+            return Ok(());
+        };
+        let checks = self.checks.get().wrapping_add(1);
+        self.checks.set(checks);
+        if checks.is_multiple_of(CHECKS_PER_CLOCK_READ) && Instant::now() >= at {
+            Err(Expired)
+        } else {
+            Ok(())
+        }
+    }
+}
 
 /// Characters that continue a word or identifier: a value glued to one of these is part of a
 /// longer token (a UUID, a SKU, a file name) and is not a standalone number.
@@ -85,8 +138,13 @@ fn is_separator(byte: u8) -> bool {
 }
 
 /// Finds numeric runs in `text`, calling `visit` for each. Groups are joined by one to three
-/// separator bytes (space, `-`, `.`, `/`, parentheses); anything else ends a run.
-pub(crate) fn numeric_runs(text: &str, mut visit: impl FnMut(&NumericRun)) {
+/// separator bytes (space, `-`, `.`, `/`, parentheses); anything else ends a run. Stops at the
+/// first error, from `visit` or the deadline.
+pub(crate) fn numeric_runs(
+    text: &str,
+    deadline: &Deadline,
+    mut visit: impl FnMut(&NumericRun) -> Result<(), Expired>,
+) -> Result<(), Expired> {
     let bytes = text.as_bytes();
     let mut run = NumericRun::default();
     let mut i = 0;
@@ -100,6 +158,7 @@ pub(crate) fn numeric_runs(text: &str, mut visit: impl FnMut(&NumericRun)) {
         run.plus = i > 0 && bytes[i - 1] == b'+';
         run.open_paren = i > 0 && bytes[i - 1] == b'(';
         loop {
+            deadline.check()?;
             let start = i;
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
@@ -116,8 +175,9 @@ pub(crate) fn numeric_runs(text: &str, mut visit: impl FnMut(&NumericRun)) {
                 break;
             }
         }
-        visit(&run);
+        visit(&run)?;
     }
+    Ok(())
 }
 
 /// Digit values (`0..=9`) of the groups `first..=last` of a run, appended to `out`.
@@ -141,6 +201,14 @@ pub(crate) fn collect_digits(
 #[derive(Debug)]
 pub(crate) struct LabelSet {
     automaton: AhoCorasick,
+    /// Every label holds an ASCII letter or a non-ASCII character, so a stretch without
+    /// either (the digits and spaces around a number in a long run) holds no label.
+    lettered: bool,
+}
+
+/// Whether a byte can be part of a label's letters.
+fn letter_byte(byte: u8) -> bool {
+    byte.is_ascii_alphabetic() || !byte.is_ascii()
 }
 
 impl LabelSet {
@@ -152,7 +220,17 @@ impl LabelSet {
             .match_kind(MatchKind::LeftmostLongest)
             .build(labels)
             .ok()?;
-        Some(LabelSet { automaton })
+        let lettered = labels.iter().all(|label| label.bytes().any(letter_byte));
+        Some(LabelSet {
+            automaton,
+            lettered,
+        })
+    }
+
+    /// Whether `haystack` may hold a label at all; a cheap test that spares the automaton
+    /// the many candidates a long run of numbers produces.
+    fn may_hold_label(&self, haystack: &str) -> bool {
+        !self.lettered || haystack.bytes().any(letter_byte)
     }
 
     /// Whether a label stands right before `range`: only punctuation and a few filler words
@@ -166,6 +244,9 @@ impl LabelSet {
         let Some(haystack) = text.get(from..range.start) else {
             return false;
         };
+        if !self.may_hold_label(haystack) {
+            return false;
+        }
         let bytes = text.as_bytes();
         self.automaton.find_iter(haystack).any(|m| {
             let (start, end) = (from + m.start(), from + m.end());
@@ -208,6 +289,9 @@ impl LabelSet {
         let Some(haystack) = text.get(from..to) else {
             return false;
         };
+        if !self.may_hold_label(haystack) {
+            return false;
+        }
         let bytes = text.as_bytes();
         self.automaton.find_iter(haystack).any(|m| {
             let (start, end) = (from + m.start(), from + m.end());
@@ -277,8 +361,9 @@ mod tests {
 
     fn runs(text: &str) -> Vec<Vec<&str>> {
         let mut out = Vec::new();
-        numeric_runs(text, |run| {
-            out.push(run.groups.iter().map(|g| &text[g.clone()]).collect())
+        let _ = numeric_runs(text, &Deadline::none(), |run| {
+            out.push(run.groups.iter().map(|g| &text[g.clone()]).collect());
+            Ok(())
         });
         out
     }

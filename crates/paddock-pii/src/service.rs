@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::{PiiError, PluginError};
-use crate::filter::{DefaultFilter, Redacted, redact_defaults};
+use crate::filter::{DefaultFilter, Redacted, redact_defaults_within};
 use crate::pipeline::{Entry, EntryKind, Plugin};
-use crate::plugin::{PluginLimits, compile};
+use crate::plugin::{PluginLimits, PluginRunner, compile};
 use crate::store::{BotId, PipelineStore, now_rfc3339};
 
 /// The playground's limit on input and on output, in UTF-8 bytes.
@@ -22,6 +23,9 @@ pub struct PiiConfig {
     pub machine_id: String,
     /// Limits for each plugin run.
     pub limits: PluginLimits,
+    /// How long the default filters of one run may take together
+    /// ([`DEFAULT_FILTERS_TIME`](crate::filter::DEFAULT_FILTERS_TIME) is a sane choice).
+    pub default_filters_time: Duration,
 }
 
 /// What kind of filter an entry is.
@@ -62,7 +66,8 @@ pub struct PipelineView {
 #[derive(Debug)]
 pub struct PiiService {
     store: PipelineStore,
-    limits: PluginLimits,
+    plugins: PluginRunner,
+    default_filters_time: Duration,
 }
 
 fn info(entry: &Entry) -> FilterInfo {
@@ -85,7 +90,8 @@ impl PiiService {
     pub fn new(config: PiiConfig) -> Result<PiiService, PiiError> {
         Ok(PiiService {
             store: PipelineStore::new(&config.state_dir, &config.machine_id)?,
-            limits: config.limits,
+            plugins: PluginRunner::new(config.limits),
+            default_filters_time: config.default_filters_time,
         })
     }
 
@@ -175,7 +181,9 @@ impl PiiService {
 
     /// Runs the bot's pipeline over an outgoing text. An error means the text must not be sent.
     pub fn run(&self, bot: &BotId, text: &str) -> Result<Redacted, PiiError> {
-        self.store.pipeline(bot)?.run(text, &self.limits)
+        self.store
+            .pipeline(bot)?
+            .run(text, &self.plugins, self.default_filters_time)
     }
 
     /// The playground: the same run, with input and output each limited to
@@ -197,9 +205,9 @@ impl PiiService {
         Ok(redacted)
     }
 
-    /// The five default filters, independent of any bot (`paddock pii redact --defaults`).
-    pub fn redact_defaults(&self, text: &str) -> Redacted {
-        redact_defaults(text)
+    /// The five default filters, independent of any bot, within the configured time.
+    pub fn redact_defaults(&self, text: &str) -> Result<Redacted, PiiError> {
+        redact_defaults_within(text, self.default_filters_time)
     }
 }
 

@@ -3,20 +3,30 @@
 
 use std::time::{Duration, Instant};
 
-use paddock_pii::{BotId, FilterFailure, PiiConfig, PiiError, PiiService, PluginLimits};
+use paddock_pii::{
+    BotId, DEFAULT_FILTERS_TIME, FilterFailure, PiiConfig, PiiError, PiiService, PluginLimits,
+};
 
-fn service(dir: &tempfile::TempDir) -> PiiService {
-    let limits = PluginLimits {
+fn test_limits() -> PluginLimits {
+    PluginLimits {
         time: Duration::from_millis(200),
         memory_bytes: 16 * 1024 * 1024,
         ..PluginLimits::default()
-    };
+    }
+}
+
+fn service_with(dir: &tempfile::TempDir, limits: PluginLimits) -> PiiService {
     PiiService::new(PiiConfig {
         state_dir: dir.path().to_path_buf(),
         machine_id: "m1".into(),
         limits,
+        default_filters_time: DEFAULT_FILTERS_TIME,
     })
     .unwrap()
+}
+
+fn service(dir: &tempfile::TempDir) -> PiiService {
+    service_with(dir, test_limits())
 }
 
 fn bot() -> BotId {
@@ -25,14 +35,26 @@ fn bot() -> BotId {
 
 /// Adds `source` as the only enabled filter and runs it on `text`.
 fn run_plugin(source: &str, text: &str) -> Result<paddock_pii::Redacted, PiiError> {
+    run_plugin_with(test_limits(), source, text)
+}
+
+/// [`run_plugin`] under `limits`.
+fn run_plugin_with(
+    limits: PluginLimits,
+    source: &str,
+    text: &str,
+) -> Result<paddock_pii::Redacted, PiiError> {
     let dir = tempfile::tempdir().unwrap();
-    let service = service(&dir);
+    let service = service_with(&dir, limits);
     for filter in paddock_pii::DefaultFilter::ALL {
         service.set_enabled(&bot(), filter.id(), false).unwrap();
     }
     service.add(&bot(), source, "under test").unwrap();
     service.run(&bot(), text)
 }
+
+/// Generous bound on a run that must be stopped: it catches a hang, it does not measure speed.
+const HANG: Duration = Duration::from_secs(20);
 
 fn failure(result: Result<paddock_pii::Redacted, PiiError>) -> FilterFailure {
     match result {
@@ -190,7 +212,7 @@ fn infinite_loop_is_stopped_within_the_time_limit() {
     assert!(matches!(failure(result), FilterFailure::TimeLimit { .. }));
     // Generous bound: the point is that the run ends, not how fast (no timing assertions on
     // performance; this only proves the loop was interrupted).
-    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(started.elapsed() < HANG);
     // A loop that catches the interrupt cannot keep running either.
     let result = run_plugin(
         "export default (t) => { for (;;) { try { while (true) {} } catch (e) {} } };",
@@ -204,6 +226,121 @@ fn infinite_loop_is_stopped_within_the_time_limit() {
             .text,
         "ok!"
     );
+}
+
+#[test]
+fn a_microtask_chain_is_stopped_by_the_time_limit() {
+    // With no job cap and room to grow (the chains keep their promises alive), only the
+    // deadline can end these.
+    let uncapped = PluginLimits {
+        max_jobs: usize::MAX,
+        memory_bytes: 512 * 1024 * 1024,
+        ..test_limits()
+    };
+    for source in [
+        // The loop-free chain from the report: each job queues the next.
+        "const go = () => Promise.resolve().then(go); go();\nexport default (t) => t;",
+        // The same, with the module kept pending by a top-level await.
+        "const go = () => Promise.resolve().then(go); go();\nawait new Promise(() => {});\nexport default (t) => t;",
+        // An async function awaiting in a loop, and a top-level await loop.
+        "(async () => { for (;;) await null; })();\nexport default (t) => t;",
+        "for (;;) await null;\nexport default (t) => t;",
+        // A chain that yields to the interrupt handler at a different step count each time.
+        "let n = 0; const go = () => { for (let i = 0; i < n % 7; i++) {} n++; return Promise.resolve().then(go); }; go();\nexport default (t) => t;",
+    ] {
+        let started = Instant::now();
+        let result = run_plugin_with(uncapped, source, "the secret text");
+        let error = result.as_ref().err().map(|error| error.to_string());
+        assert!(
+            matches!(failure(result), FilterFailure::TimeLimit { .. }),
+            "{source}"
+        );
+        assert!(started.elapsed() < HANG, "{source}");
+        let error = error.unwrap_or_default();
+        assert!(error.contains("`plugin-1`"), "{error}");
+        assert!(!error.contains("secret"), "{error}");
+    }
+}
+
+#[test]
+fn the_job_queue_is_capped() {
+    let capped = PluginLimits {
+        time: Duration::from_secs(30),
+        max_jobs: 1000,
+        ..test_limits()
+    };
+    for source in [
+        "for (;;) await null;\nexport default (t) => t;",
+        "const go = () => Promise.resolve().then(go); go();\nexport default (t) => t;",
+    ] {
+        let started = Instant::now();
+        assert_eq!(
+            failure(run_plugin_with(capped, source, "text")),
+            FilterFailure::JobLimit { limit: 1000 },
+            "{source}"
+        );
+        assert!(started.elapsed() < HANG, "{source}");
+    }
+    // A module that awaits a little finishes; one that awaits forever is an invalid module,
+    // and one whose top-level await rejects threw.
+    let awaits = "for (let i = 0; i < 100; i++) await null;\nexport default (t) => t + '!';";
+    assert_eq!(run_plugin_with(capped, awaits, "ok").unwrap().text, "ok!");
+    assert!(matches!(
+        failure(run_plugin_with(
+            capped,
+            "await new Promise(() => {});\nexport default (t) => t;",
+            "text"
+        )),
+        FilterFailure::InvalidResult { .. }
+    ));
+    assert_eq!(
+        failure(run_plugin_with(
+            capped,
+            "await Promise.reject(new Error('no'));\nexport default (t) => t;",
+            "text"
+        )),
+        FilterFailure::Threw
+    );
+    // A job that runs out of memory fails the run, though the rejection it causes is
+    // never handled and the queue then runs dry.
+    assert_eq!(
+        failure(run_plugin_with(
+            capped,
+            "const grow = (a) => Promise.resolve().then(() => grow([a, 'x'.repeat(1 << 20) + a.length])); grow([]);\nexport default (t) => t;",
+            "text"
+        )),
+        FilterFailure::MemoryLimit {
+            limit_bytes: 16 * 1024 * 1024
+        }
+    );
+    // Jobs queued by the filter call itself never run: the call is synchronous.
+    let queues =
+        "export default (t) => { const go = () => Promise.resolve().then(go); go(); return t; };";
+    assert_eq!(
+        run_plugin_with(capped, queues, "same").unwrap().text,
+        "same"
+    );
+}
+
+#[test]
+fn native_calls_cannot_outlast_the_deadline() {
+    // QuickJS checks its interrupt handler only between bytecode steps, so a loop of long
+    // native calls overruns the deadline by thousands of calls; the caller is answered at the
+    // deadline plus a grace period regardless, and the run's thread winds down on its own.
+    for source in [
+        "const a = new Float64Array(1 << 16); export default (t) => { for (;;) a.sort(); };",
+        "const a = new Array(1 << 16).fill(1); export default (t) => { for (;;) a.reverse(); };",
+    ] {
+        let started = Instant::now();
+        assert!(
+            matches!(
+                failure(run_plugin(source, "text")),
+                FilterFailure::TimeLimit { .. }
+            ),
+            "{source}"
+        );
+        assert!(started.elapsed() < HANG, "{source}");
+    }
 }
 
 #[test]

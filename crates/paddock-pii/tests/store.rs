@@ -7,13 +7,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
-use paddock_pii::{BotId, DefaultFilter, FilterKind, PiiConfig, PiiService, PluginLimits};
+use paddock_pii::{
+    BotId, DEFAULT_FILTERS_TIME, DefaultFilter, FilterKind, PiiConfig, PiiService, PluginLimits,
+};
 
 fn service(dir: &tempfile::TempDir) -> PiiService {
     PiiService::new(PiiConfig {
         state_dir: dir.path().to_path_buf(),
         machine_id: "machine-1".into(),
         limits: PluginLimits::default(),
+        default_filters_time: DEFAULT_FILTERS_TIME,
     })
     .unwrap()
 }
@@ -268,6 +271,7 @@ fn invalid_ids_are_refused() {
         state_dir: dir.path().to_path_buf(),
         machine_id: "a/b".into(),
         limits: PluginLimits::default(),
+        default_filters_time: DEFAULT_FILTERS_TIME,
     });
     assert!(result.unwrap_err().is_invalid_input());
 }
@@ -326,4 +330,47 @@ fn concurrent_runs_while_the_pipeline_is_replaced() {
         !email.unwrap().enabled,
         "the last change (disable) is in force"
     );
+}
+
+#[test]
+fn default_filters_that_run_out_of_time_block_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = PiiService::new(PiiConfig {
+        state_dir: dir.path().to_path_buf(),
+        machine_id: "machine-1".into(),
+        limits: PluginLimits::default(),
+        default_filters_time: std::time::Duration::ZERO,
+    })
+    .unwrap();
+    let text = format!(
+        "mail jane@example.com {}",
+        "4111 1111 1111 1111 ".repeat(100)
+    );
+    for result in [
+        service.run(&bot("a"), &text),
+        service.redact_defaults(&text),
+    ] {
+        let error = result.unwrap_err();
+        assert!(error.is_filter_failure(), "{error}");
+        let message = error.to_string();
+        assert!(
+            message.starts_with("filter `id-numbers` failed"),
+            "{message}"
+        );
+        assert!(
+            !message.contains("4111") && !message.contains("jane"),
+            "{message}"
+        );
+    }
+    // With the usual budget the same text is redacted, plugins and all.
+    let generous = PiiService::new(PiiConfig {
+        state_dir: dir.path().to_path_buf(),
+        machine_id: "machine-2".into(),
+        limits: PluginLimits::default(),
+        default_filters_time: DEFAULT_FILTERS_TIME,
+    })
+    .unwrap();
+    generous.add(&bot("a"), TAG, "Tags").unwrap();
+    let redacted = generous.run(&bot("a"), &text).unwrap();
+    assert_eq!(redacted.text.matches("[CARD]").count(), 100);
 }

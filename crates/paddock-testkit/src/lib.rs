@@ -190,7 +190,36 @@ impl DaemonHarness {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        use std::io::Write as _;
+        self.run_with_stdin_until(args, input, None)
+    }
+
+    /// [`run_with_stdin`](Self::run_with_stdin) with a hang deadline: a command still running
+    /// after `within` is killed and the call fails. The deadline is there to catch a hang, so
+    /// pass a generous one.
+    pub fn run_with_stdin_within<I, S>(
+        &self,
+        args: I,
+        input: &[u8],
+        within: Duration,
+    ) -> anyhow::Result<CommandOutput>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.run_with_stdin_until(args, input, Some(Instant::now() + within))
+    }
+
+    fn run_with_stdin_until<I, S>(
+        &self,
+        args: I,
+        input: &[u8],
+        deadline: Option<Instant>,
+    ) -> anyhow::Result<CommandOutput>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        use std::io::{Read as _, Write as _};
         let mut command = self.command(args);
         command
             .stdin(Stdio::piped())
@@ -204,10 +233,38 @@ impl DaemonHarness {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
-        let output = child
-            .wait_with_output()
-            .with_context(|| description.clone())?;
+        // Both outputs are drained while the command runs, so a full pipe never stalls it.
+        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        };
+        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+        let status = match deadline {
+            None => child.wait().with_context(|| description.clone())?,
+            Some(deadline) => loop {
+                if let Some(status) = child.try_wait().with_context(|| description.clone())? {
+                    break status;
+                }
+                if Instant::now() >= deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    bail!("{description} did not exit in time: it hangs");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            },
+        };
         let _ = writer.join();
+        let output = Output {
+            status,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
         Ok(CommandOutput {
             description,
             output,

@@ -485,13 +485,22 @@ async fn redact(bot: String) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `redact --defaults`: the five default filters in this process; no daemon, no bot.
+/// `redact --defaults`: the five default filters in this process; no daemon, no bot. A filter
+/// that fails (runs out of its time) blocks the text like a daemon run would: exit 1, nothing
+/// on stdout.
 fn redact_defaults() -> anyhow::Result<ExitCode> {
     let text = match stdin_text() {
         Ok(text) => text,
         Err(code) => return Ok(code),
     };
-    let redacted = paddock_pii::redact_defaults(&text);
+    let redacted = match paddock_pii::redact_defaults(&text) {
+        Ok(redacted) => redacted,
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!("hint: nothing was printed; filter the text in smaller parts");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     print_redacted(&PiiRedactResult {
         text: redacted.text,
         triggered_filters: redacted.triggered_filters,

@@ -1,11 +1,13 @@
 //! `paddock pii` through the real binary and daemon: the defaults of a fresh bot, plugins added
 //! and run, switches and deletions that persist across restarts, the playground's limits, a
-//! failing plugin that blocks without echoing the text, one bot's corrupted pipeline, the
-//! daemon-less `redact --defaults`, and the errors for a missing bot or daemon.
+//! failing plugin that blocks without echoing the text, a plugin that keeps the job queue busy,
+//! one bot's corrupted pipeline, the daemon-less `redact --defaults` (also on 2 MiB of card
+//! numbers), and the errors for a missing bot or daemon.
 #![cfg(test)]
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use paddock_testkit::{CommandOutput, DaemonHarness};
 use serde_json::{Value, json};
@@ -31,6 +33,21 @@ const THROWING_PLUGIN: &str = r#"
 export default (text: string) => {
   throw new Error("refusing to handle: " + text);
 };
+"#;
+
+/// A plugin whose module-level microtask chain never lets the job queue empty.
+const MICROTASK_PLUGIN: &str = r#"
+const go = () => Promise.resolve().then(go);
+go();
+export default (text: string) => ({ text, triggered: false });
+"#;
+
+/// The same chain with the module held pending by a top-level await that never settles.
+const PENDING_MICROTASK_PLUGIN: &str = r#"
+const go = () => Promise.resolve().then(go);
+go();
+await new Promise(() => {});
+export default (text: string) => ({ text, triggered: false });
 "#;
 
 /// Runs `paddock args…` with `input` on stdin.
@@ -448,6 +465,73 @@ fn a_throwing_plugin_blocks_with_an_error_that_holds_no_text() {
 }
 
 #[test]
+fn a_microtask_plugin_fails_in_time_and_the_daemon_still_stops_on_sigterm() {
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    let daemon = harness.spawn_foreground(&[]).unwrap();
+    daemon.wait_ready().unwrap();
+    let secret = "the launch code is tangerine-7731";
+    for (bot, source) in [
+        ("spinner", MICROTASK_PLUGIN),
+        ("pending", PENDING_MICROTASK_PLUGIN),
+    ] {
+        let plugin = write_plugin(&harness, &format!("{bot}.ts"), source);
+        run(
+            &harness,
+            &[
+                "pii",
+                "add",
+                "--bot",
+                bot,
+                "--file",
+                &plugin,
+                "--description",
+                "Spins",
+            ],
+            "",
+        )
+        .ok();
+        // A generous deadline that catches a hang; the run itself stops at its limits.
+        let blocked = harness
+            .run_with_stdin_within(
+                ["pii", "redact", "--bot", bot],
+                secret.as_bytes(),
+                Duration::from_secs(2),
+            )
+            .unwrap();
+        assert_eq!(blocked.code(), Some(1), "{blocked}");
+        assert_eq!(
+            blocked.stdout(),
+            "",
+            "nothing is printed for a blocked text"
+        );
+        let stderr = blocked.stderr();
+        assert!(
+            stderr.contains("filter `plugin-1` failed: it exceeded its time limit")
+                || stderr.contains("filter `plugin-1` failed: it ran more than"),
+            "{blocked}"
+        );
+        assert!(stderr.contains("; the text was blocked"), "{blocked}");
+        assert!(!stderr.contains("tangerine"), "{blocked}");
+    }
+    // The daemon still answers.
+    let other = run(&harness, &["pii", "redact", "--bot", "other"], secret)
+        .ok()
+        .json();
+    assert_eq!(other["text"], secret);
+
+    daemon.terminate();
+    let status = harness
+        .wait_child(daemon.pid, Duration::from_secs(30))
+        .unwrap();
+    assert!(status.success(), "stopped by SIGTERM, not killed: {status}");
+    assert!(
+        !daemon.log_text().contains("tangerine"),
+        "{}",
+        daemon.log_text()
+    );
+}
+
+#[test]
 fn one_bots_corrupted_pipeline_does_not_affect_another() {
     let harness = DaemonHarness::new(BIN).unwrap();
     harness.start_detached(&[]).unwrap();
@@ -553,6 +637,31 @@ fn redact_defaults_runs_without_a_daemon() {
         "",
     );
     assert_eq!(both.code(), Some(2), "{both}");
+}
+
+#[test]
+fn redact_defaults_handles_two_mebibytes_of_card_numbers() {
+    let harness = DaemonHarness::new(BIN).unwrap();
+    // The stdin limit, filled with card numbers in the layouts that used to be quadratic.
+    let limit = 2 * 1024 * 1024;
+    for card in ["4111 1111 1111 1111 ", "4111-1111-1111-1111 "] {
+        let input = card.repeat(limit / card.len());
+        let cards = limit / card.len();
+        // A generous deadline that catches a hang, not a speed requirement.
+        let result = harness
+            .run_with_stdin_within(
+                ["pii", "redact", "--defaults"],
+                input.as_bytes(),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert_eq!(result.code(), Some(0), "{card:?}: {}", result.stderr());
+        let value: Value = serde_json::from_str(result.stdout().trim()).unwrap();
+        let text = value["text"].as_str().unwrap();
+        assert_eq!(text.matches("[CARD]").count(), cards, "{card:?}");
+        assert!(!text.contains("4111"), "{card:?}: a card survived");
+        assert_eq!(value["triggeredFilters"], json!(["bank-cards"]));
+    }
 }
 
 #[test]

@@ -3,30 +3,50 @@
 
 use crate::checksum::{all_same, luhn};
 use crate::finding::{Category, Finding};
-use crate::scan::{NumericRun, collect_digits, left_alone, numeric_runs, right_alone};
+use crate::scan::{
+    Deadline, Expired, NumericRun, collect_digits, left_alone, numeric_runs, right_alone,
+};
+
+/// The most groups a card number is printed in (19 digits in fours, or 4-6-5).
+const MAX_GROUPS: usize = 5;
 
 /// Appends every card number in `text` to `out`.
-pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
+pub(crate) fn find(text: &str, out: &mut Vec<Finding>, deadline: &Deadline) -> Result<(), Expired> {
     let mut digits = Vec::with_capacity(19);
-    numeric_runs(text, |run| find_in_run(text, run, &mut digits, out));
+    numeric_runs(text, deadline, |run| {
+        find_in_run(text, run, &mut digits, out, deadline)
+    })
 }
 
-fn find_in_run(text: &str, run: &NumericRun, digits: &mut Vec<u8>, out: &mut Vec<Finding>) {
+/// Each group is tried as the start of a card against at most [`MAX_GROUPS`] ends, so a run
+/// of any length costs a constant amount of work per group.
+fn find_in_run(
+    text: &str,
+    run: &NumericRun,
+    digits: &mut Vec<u8>,
+    out: &mut Vec<Finding>,
+    deadline: &Deadline,
+) -> Result<(), Expired> {
     let bytes = text.as_bytes();
     let count = run.groups.len();
     let mut first = 0;
+    // Whether a card ended right before `first` (cards pasted one after another).
+    let mut after_card = false;
     while first < count {
+        deadline.check()?;
         let mut matched = None;
-        // A card may start at the run's first group, or after a plain space inside a longer
-        // run ("order 12 4111 1111 1111 1111"); never in the middle of a dotted number.
-        // A suffix of a longer number grouped in fours ("1234 5678 9012 3456") is not a card.
+        // A card may start at the run's first group, right after another card, or after a
+        // plain space inside a longer run ("order 12 4111 1111 1111 1111"); never in the
+        // middle of a dotted number. A suffix of a longer number grouped in fours
+        // ("1234 5678 9012 3456") is not a card.
         let starts_clean = first == 0
+            || after_card
             || (run.separator(text, first - 1) == " "
                 && !(run.groups.get(first - 1).is_some_and(|g| g.len() == 4)
                     && run.groups.get(first).is_some_and(|g| g.len() == 4)));
         if starts_clean {
             // Longest first, so "4111 1111 1111 1111" is not cut to its first 12 digits.
-            for last in (first..count.min(first + 8)).rev() {
+            for last in (first..count.min(first + MAX_GROUPS)).rev() {
                 if let Some(range) = check(text, bytes, run, first, last, digits) {
                     matched = Some((last, range));
                     break;
@@ -40,10 +60,15 @@ fn find_in_run(text: &str, run: &NumericRun, digits: &mut Vec<u8>, out: &mut Vec
                     category: Category::Card,
                 });
                 first = last + 1;
+                after_card = true;
             }
-            None => first += 1,
+            None => {
+                first += 1;
+                after_card = false;
+            }
         }
     }
+    Ok(())
 }
 
 fn check(
@@ -54,8 +79,14 @@ fn check(
     last: usize,
     digits: &mut Vec<u8>,
 ) -> Option<std::ops::Range<usize>> {
-    let start = run.groups.get(first)?.start;
-    let end = run.groups.get(last)?.end;
+    let groups = run.groups.get(first..=last)?;
+    let start = groups.first()?.start;
+    let end = groups.last()?.end;
+    // Cheap rejections first: most candidates in a long run have the wrong digit count.
+    let digit_count: usize = groups.iter().map(|g| g.len()).sum();
+    if !(12..=19).contains(&digit_count) {
+        return None;
+    }
     let ends_clean = last + 1 == run.groups.len() || run.separator(text, last) == " ";
     if !ends_clean {
         return None;
@@ -70,13 +101,11 @@ fn check(
             return None;
         }
     }
-    let lengths: Vec<usize> = run
-        .groups
-        .get(first..=last)?
-        .iter()
-        .map(|g| g.len())
-        .collect();
-    if !grouping_ok(&lengths) {
+    let mut lengths = [0usize; MAX_GROUPS];
+    for (length, group) in lengths.iter_mut().zip(groups) {
+        *length = group.len();
+    }
+    if !grouping_ok(lengths.get(..groups.len())?) {
         return None;
     }
     collect_digits(text, run, first, last, digits);
@@ -141,7 +170,7 @@ mod tests {
 
     fn cards(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, &mut out, &Deadline::none()).unwrap();
         out.iter().map(|f| &text[f.range.clone()]).collect()
     }
 
@@ -158,6 +187,24 @@ mod tests {
             vec!["4111 1111 1111 1111"]
         );
         assert!(cards("tracking 1234 5678 9012 3456").is_empty());
+    }
+
+    #[test]
+    fn finds_cards_one_after_another() {
+        assert_eq!(
+            cards("4111 1111 1111 1111 5555 5555 5555 4444"),
+            vec!["4111 1111 1111 1111", "5555 5555 5555 4444"]
+        );
+        assert_eq!(
+            cards("4111-1111-1111-1111 3782-822463-10005 4111111111111111"),
+            vec![
+                "4111-1111-1111-1111",
+                "3782-822463-10005",
+                "4111111111111111"
+            ]
+        );
+        // A number that is not a card does not make the next group a card start.
+        assert!(cards("1234 5678 9012 3456 4111 1111 1111 1111").is_empty());
     }
 
     #[test]

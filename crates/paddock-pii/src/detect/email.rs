@@ -5,6 +5,7 @@
 //! to state and test as code than as one large pattern.
 
 use crate::finding::{Category, Finding};
+use crate::scan::{Deadline, Expired};
 
 /// File extensions that follow `@` in asset names (`icon@2x.png`); none is a top-level domain.
 const FILE_EXTENSIONS: &[&str] = &[
@@ -22,10 +23,15 @@ fn is_domain_byte(byte: u8) -> bool {
 }
 
 /// Appends every e-mail address in `text` to `out`.
-pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
+///
+/// Each `@` looks at most 64 bytes left and 255 bytes right, and neither reach crosses another
+/// `@` (it is neither a local-part nor a domain byte), so every byte is looked at a bounded
+/// number of times however the `@`s are spread.
+pub(crate) fn find(text: &str, out: &mut Vec<Finding>, deadline: &Deadline) -> Result<(), Expired> {
     let bytes = text.as_bytes();
     let mut last_end = 0;
     for at in memchr::memchr_iter(b'@', bytes) {
+        deadline.check()?;
         if at < last_end {
             continue;
         }
@@ -37,6 +43,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
             });
         }
     }
+    Ok(())
 }
 
 fn match_at(bytes: &[u8], at: usize, floor: usize) -> Option<std::ops::Range<usize>> {
@@ -95,7 +102,7 @@ mod tests {
 
     fn emails(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, &mut out, &Deadline::none()).unwrap();
         out.iter().map(|f| &text[f.range.clone()]).collect()
     }
 

@@ -27,7 +27,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use crate::checksum::{
     all_same, decimal_value, iso7064_mod11_2, iso7064_mod11_10, luhn, two, valid_date, verhoeff,
@@ -35,9 +35,17 @@ use crate::checksum::{
 };
 use crate::finding::{Category, Finding};
 use crate::scan::{
-    LabelSet, NumericRun, collect_digits, left_alone, numeric_runs, push_window, right_alone,
-    widen_to_whitespace,
+    Deadline, Expired, LabelSet, NumericRun, collect_digits, left_alone, numeric_runs, push_window,
+    right_alone, widen_to_whitespace,
 };
+
+/// The most groups a numeric layout has (the spaced French NIR, `1 85 05 78 006 084 36`).
+const MAX_GROUPS: usize = 7;
+
+/// Digit counts of the numeric layouts: TFN (8) to NIR (15).
+fn plausible_digit_count(count: usize) -> bool {
+    matches!(count, 8..=13 | 15)
+}
 
 /// How far before and after a number a document label may stand.
 const LABEL_BEFORE: usize = 40;
@@ -167,6 +175,14 @@ static LABELS: LazyLock<Labels> = LazyLock::new(|| Labels {
 
 /// Identifier layouts that contain letters, matched with regular expressions inside windows
 /// around digits (every one of them contains at least one digit).
+const NINO: &str = r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b";
+const DNI: &str = r"\b\d{8}-?[A-Z]\b";
+const NIE: &str = r"\b[XYZ]-?\d{7}-?[A-Z]\b";
+const CODICE_FISCALE: &str =
+    r"\b[A-Z]{6}[0-9LMNPQRSTUV]{2}[ABCDEHLMPRST][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]\b";
+const CHINA: &str = r"\b\d{17}[0-9Xx]\b";
+const NIR_CORSICA: &str = r"\b[1-478] ?\d{2} ?\d{2} ?2[AB] ?\d{3} ?\d{3} ?\d{2}\b";
+
 struct Patterns {
     nino: Regex,
     dni: Regex,
@@ -174,29 +190,51 @@ struct Patterns {
     codice_fiscale: Regex,
     china: Regex,
     nir_corsica: Regex,
+    /// All of the above in one automaton: one pass tells which of them occur in a window at
+    /// all, so a window (a long run of digits, say) where none does costs one scan, not six.
+    any: RegexSet,
 }
 
 static PATTERNS: LazyLock<Option<Patterns>> = LazyLock::new(|| {
     Some(Patterns {
-        nino: Regex::new(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b").ok()?,
-        dni: Regex::new(r"\b\d{8}-?[A-Z]\b").ok()?,
-        nie: Regex::new(r"\b[XYZ]-?\d{7}-?[A-Z]\b").ok()?,
-        codice_fiscale: Regex::new(
-            r"\b[A-Z]{6}[0-9LMNPQRSTUV]{2}[ABCDEHLMPRST][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]\b",
-        )
-        .ok()?,
-        china: Regex::new(r"\b\d{17}[0-9Xx]\b").ok()?,
-        nir_corsica: Regex::new(r"\b[1-478] ?\d{2} ?\d{2} ?2[AB] ?\d{3} ?\d{3} ?\d{2}\b").ok()?,
+        nino: Regex::new(NINO).ok()?,
+        dni: Regex::new(DNI).ok()?,
+        nie: Regex::new(NIE).ok()?,
+        codice_fiscale: Regex::new(CODICE_FISCALE).ok()?,
+        china: Regex::new(CHINA).ok()?,
+        nir_corsica: Regex::new(NIR_CORSICA).ok()?,
+        any: RegexSet::new([NINO, DNI, NIE, CODICE_FISCALE, CHINA, NIR_CORSICA]).ok()?,
     })
 });
 
+/// Group layouts of the numeric formats below, besides a single group: a candidate laid out
+/// any other way cannot be one of them, and is not looked at closely.
+const LAYOUTS: &[&[usize]] = &[
+    &[3, 2, 4],
+    &[3, 3, 3],
+    &[3, 3, 2],
+    &[4, 2, 3],
+    &[2, 3, 3, 3],
+    &[3, 3, 3, 2],
+    &[13, 2],
+    &[1, 2, 2, 2, 3, 3, 2],
+    &[4, 4, 4],
+    &[6, 7],
+    &[6, 4],
+    &[8, 4],
+];
+
+fn plausible_layout(lengths: &[usize]) -> bool {
+    lengths.len() == 1 || LAYOUTS.contains(&lengths)
+}
+
 /// Appends every identity number in `text` to `out`.
-pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
+pub(crate) fn find(text: &str, out: &mut Vec<Finding>, deadline: &Deadline) -> Result<(), Expired> {
     let labels = &*LABELS;
     let mut digits = Vec::with_capacity(20);
     let mut windows: Vec<Range<usize>> = Vec::new();
-    numeric_runs(text, |run| {
-        find_in_run(text, run, labels, &mut digits, out);
+    numeric_runs(text, deadline, |run| {
+        find_in_run(text, run, labels, &mut digits, out, deadline)?;
         if let (Some(first), Some(last)) = (run.groups.first(), run.groups.last()) {
             // Letters of alphanumeric IDs sit right next to the digits.
             push_window(
@@ -204,12 +242,16 @@ pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
                 widen_to_whitespace(text, first.start.saturating_sub(4), last.end + 3, 16),
             );
         }
-    });
+        Ok(())
+    })?;
+    // Windows are merged, so together they cover each byte at most once.
     if let Some(patterns) = PATTERNS.as_ref() {
         for window in windows {
+            deadline.check()?;
             find_alphanumeric(text, window, patterns, out);
         }
     }
+    Ok(())
 }
 
 fn find_alphanumeric(
@@ -221,42 +263,58 @@ fn find_alphanumeric(
     let Some(slice) = text.get(window.clone()) else {
         return;
     };
+    let present = patterns.any.matches(slice);
+    if !present.matched_any() {
+        return;
+    }
     let mut push = |m: regex::Match<'_>| {
         out.push(Finding {
             range: window.start + m.start()..window.start + m.end(),
             category: Category::IdNumber,
         });
     };
-    for m in patterns.nino.find_iter(slice) {
+    let in_window = |index: usize, regex| matches_in(present.matched(index), regex, slice);
+    for m in in_window(0, &patterns.nino) {
         if nino_ok(m.as_str()) {
             push(m);
         }
     }
-    for m in patterns
-        .dni
-        .find_iter(slice)
-        .chain(patterns.nie.find_iter(slice))
-    {
+    for m in in_window(1, &patterns.dni).chain(in_window(2, &patterns.nie)) {
         if spanish_ok(m.as_str()) {
             push(m);
         }
     }
-    for m in patterns.codice_fiscale.find_iter(slice) {
+    for m in in_window(3, &patterns.codice_fiscale) {
         if codice_fiscale_ok(m.as_str()) {
             push(m);
         }
     }
-    for m in patterns.china.find_iter(slice) {
+    for m in in_window(4, &patterns.china) {
         if china_ok(m.as_str()) {
             push(m);
         }
     }
-    for m in patterns.nir_corsica.find_iter(slice) {
+    for m in in_window(5, &patterns.nir_corsica) {
         let compact: String = m.as_str().chars().filter(|c| *c != ' ').collect();
         if nir_ok(&compact) {
             push(m);
         }
     }
+}
+
+/// Each group is tried as the start of a number against at most [`MAX_GROUPS`] ends, and a
+/// candidate is looked at closely only when its digit count and grouping fit a format, so a
+/// run of any length costs a constant amount of work per group.
+/// The matches of `regex` in `slice`, or none at all when the set found it absent.
+fn matches_in<'r, 'h>(
+    present: bool,
+    regex: &'r Regex,
+    slice: &'h str,
+) -> impl Iterator<Item = regex::Match<'h>> + use<'r, 'h> {
+    present
+        .then(|| regex.find_iter(slice))
+        .into_iter()
+        .flatten()
 }
 
 fn find_in_run(
@@ -265,19 +323,44 @@ fn find_in_run(
     labels: &Labels,
     digits: &mut Vec<u8>,
     out: &mut Vec<Finding>,
-) {
+    deadline: &Deadline,
+) -> Result<(), Expired> {
     let bytes = text.as_bytes();
     let count = run.groups.len();
     let mut first = 0;
     while first < count {
+        deadline.check()?;
         let starts_clean = first == 0 || run.separator(text, first - 1).contains(' ');
         let mut matched = None;
         if starts_clean {
-            for last in (first..count.min(first + 8)).rev() {
+            // Lengths of the groups a candidate starting here may span, and their running
+            // digit counts, computed once for all its possible ends.
+            let reach = run
+                .groups
+                .get(first..count.min(first + MAX_GROUPS))
+                .unwrap_or(&[]);
+            let mut lengths = [0usize; MAX_GROUPS];
+            let mut digit_counts = [0usize; MAX_GROUPS];
+            let mut total = 0;
+            for (index, group) in reach.iter().enumerate() {
+                lengths[index] = group.len();
+                total += group.len();
+                digit_counts[index] = total;
+            }
+            for spanned in (1..=reach.len()).rev() {
+                let last = first + spanned - 1;
+                if !plausible_digit_count(digit_counts[spanned - 1])
+                    || !plausible_layout(&lengths[..spanned])
+                {
+                    continue;
+                }
+                let Some(groups) = run.groups.get(first..=last) else {
+                    continue;
+                };
                 let ends_clean = last + 1 == count || run.separator(text, last).contains(' ');
                 let (Some(start), Some(end)) = (
-                    run.groups.get(first).map(|g| g.start),
-                    run.groups.get(last).map(|g| g.end),
+                    groups.first().map(|g| g.start),
+                    groups.last().map(|g| g.end),
                 ) else {
                     continue;
                 };
@@ -285,13 +368,7 @@ fn find_in_run(
                     continue;
                 }
                 collect_digits(text, run, first, last, digits);
-                let shape = Shape {
-                    text,
-                    run,
-                    first,
-                    last,
-                    digits,
-                };
+                let shape = Shape::new(text, run, first, last, digits);
                 if identify(&shape, labels, &(start..end)) {
                     matched = Some((last, start..end));
                     break;
@@ -309,6 +386,7 @@ fn find_in_run(
             None => first += 1,
         }
     }
+    Ok(())
 }
 
 /// Inner group boundaries were checked by the caller; the run's outer edges must not be
@@ -329,30 +407,48 @@ fn stands_alone_within(
     left && right
 }
 
-/// A candidate: groups `first..=last` of a run and their digits.
+/// A candidate: groups `first..=last` of a run (at most [`MAX_GROUPS`]), their lengths, the
+/// separators between them, and their digits.
 struct Shape<'a> {
-    text: &'a str,
-    run: &'a NumericRun,
-    first: usize,
-    last: usize,
+    lengths: [usize; MAX_GROUPS],
+    separators: [&'a str; MAX_GROUPS],
+    groups: usize,
     digits: &'a [u8],
+    text: &'a str,
 }
 
-impl Shape<'_> {
-    fn lengths(&self) -> Vec<usize> {
-        self.run
-            .groups
-            .get(self.first..=self.last)
-            .unwrap_or(&[])
-            .iter()
-            .map(|g| g.len())
-            .collect()
+impl<'a> Shape<'a> {
+    fn new(
+        text: &'a str,
+        run: &NumericRun,
+        first: usize,
+        last: usize,
+        digits: &'a [u8],
+    ) -> Shape<'a> {
+        let mut lengths = [0; MAX_GROUPS];
+        let mut separators = [""; MAX_GROUPS];
+        let groups = run.groups.get(first..=last).unwrap_or(&[]);
+        for (index, group) in groups.iter().take(MAX_GROUPS).enumerate() {
+            lengths[index] = group.len();
+            if first + index < last {
+                separators[index] = run.separator(text, first + index);
+            }
+        }
+        Shape {
+            lengths,
+            separators,
+            groups: groups.len().min(MAX_GROUPS),
+            digits,
+            text,
+        }
     }
 
-    fn separators(&self) -> Vec<&str> {
-        (self.first..self.last)
-            .map(|i| self.run.separator(self.text, i))
-            .collect()
+    fn lengths(&self) -> &[usize] {
+        &self.lengths[..self.groups]
+    }
+
+    fn separators(&self) -> &[&'a str] {
+        &self.separators[..self.groups.saturating_sub(1)]
     }
 
     /// One group, or groups of exactly `lengths` joined by one of `separators` used throughout.
@@ -390,54 +486,47 @@ fn identify(shape: &Shape<'_>, labels: &Labels, range: &Range<usize>) -> bool {
     if lengths == [6, 7] && separators == ["-"] && rrn_ok(digits, true) {
         return true;
     }
-    // Formats that need their document label.
-    let checks: [(Doc, bool); 12] = [
-        (
-            Doc::UsSsn,
-            shape.laid_out(&[3, 2, 4], &["-", " "]) && ssn_ok(digits),
-        ),
-        (
-            Doc::CaSin,
-            shape.laid_out(&[3, 3, 3], &["-", " "]) && sin_ok(digits),
-        ),
-        (
-            Doc::NlBsn,
-            shape.laid_out(&[4, 2, 3], &["."]) && bsn_ok(digits),
-        ),
-        (
-            Doc::AuTfn,
+    // Formats that need their document label: only those of this many digits are checked
+    // (every check below requires its own digit count).
+    let candidates: &[Doc] = match digits.len() {
+        8 => &[Doc::AuTfn],
+        9 => &[Doc::UsSsn, Doc::CaSin, Doc::NlBsn, Doc::AuTfn],
+        10 => &[Doc::SePersonnummer],
+        11 => &[Doc::DeSteuerId, Doc::PlPesel, Doc::BrCpf],
+        12 => &[Doc::InAadhaar, Doc::JpMyNumber, Doc::SePersonnummer],
+        13 => &[Doc::KrRrn],
+        15 => &[Doc::FrNir],
+        _ => &[],
+    };
+    candidates
+        .iter()
+        .any(|&doc| valid_without_label(doc, shape) && label(doc))
+}
+
+/// Whether a candidate has the layout and check digits of `doc`, which also needs its label.
+fn valid_without_label(doc: Doc, shape: &Shape<'_>) -> bool {
+    let digits = shape.digits;
+    let lengths = shape.lengths();
+    match doc {
+        Doc::UsSsn => shape.laid_out(&[3, 2, 4], &["-", " "]) && ssn_ok(digits),
+        Doc::CaSin => shape.laid_out(&[3, 3, 3], &["-", " "]) && sin_ok(digits),
+        Doc::NlBsn => shape.laid_out(&[4, 2, 3], &["."]) && bsn_ok(digits),
+        Doc::AuTfn => {
             (shape.laid_out(&[3, 3, 3], &[" ", "-"]) || shape.laid_out(&[3, 3, 2], &[" "]))
-                && tfn_ok(digits),
-        ),
-        (
-            Doc::DeSteuerId,
-            shape.laid_out(&[2, 3, 3, 3], &[" "]) && steuer_id_ok(digits),
-        ),
-        (Doc::PlPesel, lengths.len() == 1 && pesel_ok(digits)),
-        (Doc::BrCpf, lengths.len() == 1 && cpf_ok(digits)),
-        (
-            Doc::FrNir,
-            (lengths.len() == 1 || lengths == [13, 2]) && nir_digits_ok(digits),
-        ),
-        (
-            Doc::InAadhaar,
-            shape.laid_out(&[4, 4, 4], &[" ", "-"]) && aadhaar_ok(digits),
-        ),
-        (
-            Doc::JpMyNumber,
-            shape.laid_out(&[4, 4, 4], &[" ", "-"]) && my_number_ok(digits),
-        ),
-        (
-            Doc::KrRrn,
-            (shape.laid_out(&[6, 7], &["-"])) && rrn_ok(digits, false),
-        ),
-        (
-            Doc::SePersonnummer,
+                && tfn_ok(digits)
+        }
+        Doc::DeSteuerId => shape.laid_out(&[2, 3, 3, 3], &[" "]) && steuer_id_ok(digits),
+        Doc::PlPesel => lengths.len() == 1 && pesel_ok(digits),
+        Doc::BrCpf => lengths.len() == 1 && cpf_ok(digits),
+        Doc::FrNir => (lengths.len() == 1 || lengths == [13, 2]) && nir_digits_ok(digits),
+        Doc::InAadhaar => shape.laid_out(&[4, 4, 4], &[" ", "-"]) && aadhaar_ok(digits),
+        Doc::JpMyNumber => shape.laid_out(&[4, 4, 4], &[" ", "-"]) && my_number_ok(digits),
+        Doc::KrRrn => shape.laid_out(&[6, 7], &["-"]) && rrn_ok(digits, false),
+        Doc::SePersonnummer => {
             (shape.laid_out(&[6, 4], &["-", "+"]) || shape.laid_out(&[8, 4], &["-", "+"]))
-                && personnummer_ok(digits),
-        ),
-    ];
-    checks.iter().any(|&(doc, valid)| valid && label(doc))
+                && personnummer_ok(digits)
+        }
+    }
 }
 
 fn ssn_ok(d: &[u8]) -> bool {
@@ -679,7 +768,7 @@ mod tests {
 
     fn ids(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, &mut out, &Deadline::none()).unwrap();
         crate::finding::normalise(&mut out);
         out.iter().map(|f| &text[f.range.clone()]).collect()
     }

@@ -5,6 +5,11 @@
 //! A case-sensitive Aho-Corasick automaton over trigger strings (`ghp_`, `AKIA`, `password`,
 //! `Bearer`, `://`, …) finds the few places worth a closer look; the regular expressions then
 //! run only on windows around those places, so clean prose costs one automaton pass.
+//!
+//! Text dense with triggers (`SKSKSK…`, thousands of `BEGIN` lines) must stay linear too: the
+//! windows are built in one forward pass whose scans resume where the previous trigger's scans
+//! stopped, they are merged so the expressions see every byte at most once each, and each
+//! private-key block's search for its `END` line resumes from the previous block's.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -13,7 +18,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 
 use crate::finding::{Category, Finding};
-use crate::scan::{ceil_char_boundary, floor_char_boundary, push_window};
+use crate::scan::{Deadline, Expired, ceil_char_boundary, floor_char_boundary};
 
 /// Bytes that continue an API-key-like token; a match glued to one of these is part of a
 /// longer token and is rejected.
@@ -318,32 +323,24 @@ fn build() -> Option<Keys> {
 }
 
 /// Appends every secret in `text` to `out`.
-pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
-    let Some(keys) = KEYS.as_ref() else { return };
+pub(crate) fn find(text: &str, out: &mut Vec<Finding>, deadline: &Deadline) -> Result<(), Expired> {
+    let Some(keys) = KEYS.as_ref() else {
+        return Ok(());
+    };
     let bytes = text.as_bytes();
-    let mut windows: Vec<Range<usize>> = Vec::new();
-    let mut pem = false;
-    for hit in keys.triggers.find_overlapping_iter(text) {
-        let index = hit.pattern().as_usize();
-        if index == 0 {
-            pem = true;
-        }
-        if index >= ALWAYS_TRIGGERS && !assignment_follows(bytes, hit.end()) {
-            continue;
-        }
-        push_window(&mut windows, window_around(text, hit.start(), hit.end()));
-    }
+    let (windows, pem) = trigger_windows(keys, text, deadline)?;
     if windows.is_empty() {
-        return;
+        return Ok(());
     }
     if pem {
-        find_private_keys(text, keys, out);
+        find_private_keys(text, keys, out, deadline)?;
     }
     for window in &windows {
         let Some(slice) = text.get(window.clone()) else {
             continue;
         };
         for pattern in &keys.patterns {
+            deadline.check()?;
             for captures in pattern.regex.captures_iter(slice) {
                 let Some(value) = captures.get(pattern.group) else {
                     continue;
@@ -360,6 +357,30 @@ pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
             }
         }
     }
+    Ok(())
+}
+
+/// The merged windows around the text's triggers, and whether a private-key `BEGIN` occurs.
+fn trigger_windows(
+    keys: &Keys,
+    text: &str,
+    deadline: &Deadline,
+) -> Result<(Vec<Range<usize>>, bool), Expired> {
+    let bytes = text.as_bytes();
+    let mut windows = Windows::new(text);
+    let mut pem = false;
+    for hit in keys.triggers.find_overlapping_iter(text) {
+        deadline.check()?;
+        let index = hit.pattern().as_usize();
+        if index == 0 {
+            pem = true;
+        }
+        if index >= ALWAYS_TRIGGERS && !assignment_follows(bytes, hit.end()) {
+            continue;
+        }
+        windows.add(hit.start(), hit.end());
+    }
+    Ok((windows.finish(), pem))
 }
 
 /// A quoted value loses its content, not its quotes, so the surrounding syntax survives.
@@ -374,31 +395,161 @@ fn unquote(bytes: &[u8], range: Range<usize>) -> Range<usize> {
     }
 }
 
-/// The part of the line around a trigger, widened to whitespace so tokens are never cut. Key
-/// names may start well before a trigger (`MY_SERVICE_DB_PASSWORD`) and quoted values may
-/// run on after it, hence the asymmetric reach.
-fn window_around(text: &str, start: usize, end: usize) -> Range<usize> {
+/// How far before a trigger a window looks for the start of its line.
+const LINE_BACK: usize = 96;
+/// How much further back a window reaches to the start of the token it begins in.
+const TOKEN_BACK: usize = 512;
+/// How far after a trigger a window looks for the end of its line.
+const LINE_AHEAD: usize = 512;
+/// How much further a window reaches to the end of the token it ends in.
+const TOKEN_AHEAD: usize = 16 * 1024;
+
+/// Where the window of a trigger starting at `start` begins: the start of its line, at most
+/// [`LINE_BACK`] bytes back, widened to whitespace by up to [`TOKEN_BACK`] more. Key names may
+/// start well before a trigger (`MY_SERVICE_DB_PASSWORD`). Never decreases as `start` grows.
+fn window_start(text: &str, start: usize) -> usize {
     let bytes = text.as_bytes();
-    // Every search is bounded, so a long single-line text with many triggers stays linear.
-    let reach_back = start.saturating_sub(96);
-    let mut from = bytes[reach_back..start]
-        .iter()
-        .rposition(|&b| b == b'\n')
+    let start = start.min(bytes.len());
+    let reach_back = start.saturating_sub(LINE_BACK);
+    let mut from = memchr::memrchr(b'\n', &bytes[reach_back..start])
         .map_or(reach_back, |i| reach_back + i + 1);
-    let floor = from.saturating_sub(512);
+    let floor = from.saturating_sub(TOKEN_BACK);
     while from > floor && !bytes[from - 1].is_ascii_whitespace() {
         from -= 1;
     }
-    let reach = (end + 512).min(bytes.len());
+    floor_char_boundary(text, from)
+}
+
+/// The part of the line around a trigger, widened to whitespace so tokens are never cut: from
+/// [`window_start`] to the end of the line (at most [`LINE_AHEAD`] bytes on), widened to
+/// whitespace by up to [`TOKEN_AHEAD`] more, since quoted values may run on after a trigger.
+/// The definition [`Windows`] computes incrementally; kept for the tests that compare them.
+#[cfg(test)]
+fn window_around(text: &str, start: usize, end: usize) -> Range<usize> {
+    let bytes = text.as_bytes();
+    let reach = (end + LINE_AHEAD).min(bytes.len());
     let mut to = bytes[end..reach]
         .iter()
         .position(|&b| b == b'\n')
         .map_or(reach, |i| end + i);
-    let ceiling = (to + 16 * 1024).min(bytes.len());
+    let ceiling = (to + TOKEN_AHEAD).min(bytes.len());
     while to < ceiling && !bytes[to].is_ascii_whitespace() {
         to += 1;
     }
-    floor_char_boundary(text, from)..ceil_char_boundary(text, to)
+    window_start(text, start)..ceil_char_boundary(text, to)
+}
+
+/// The first position at or after a query where a byte satisfies a predicate, remembered.
+/// Trigger hits arrive in order, so queries rarely go backwards: the answer to one query
+/// answers every later query up to it, and no byte before it is scanned again.
+#[derive(Debug, Default)]
+struct ForwardScan {
+    /// The last query that scanned, and its answer (`len` when there was no match).
+    from: usize,
+    found: Option<usize>,
+}
+
+impl ForwardScan {
+    fn next(&mut self, bytes: &[u8], at: usize, matches: impl Fn(u8) -> bool) -> usize {
+        if let Some(found) = self.found
+            && self.from <= at
+            && at <= found
+        {
+            return found;
+        }
+        let found = bytes
+            .get(at..)
+            .and_then(|rest| rest.iter().position(|&b| matches(b)))
+            .map_or(bytes.len(), |i| at + i);
+        self.from = at;
+        self.found = Some(found);
+        found
+    }
+}
+
+/// The merged windows of a text's trigger hits, built in one forward pass.
+///
+/// A hit's window starts at [`window_start`], which never decreases as hits move right, so a
+/// hit that starts inside the current window, no earlier than the earliest hit already in it,
+/// only ever extends that window's end; its start is computed (a bounded backward scan) only
+/// for hits outside it. Window ends come from two [`ForwardScan`]s. Together every byte is
+/// scanned a bounded number of times, however many triggers the text holds.
+struct Windows<'t> {
+    text: &'t str,
+    windows: Vec<Range<usize>>,
+    /// The earliest start of a hit merged into the last window.
+    first_hit: usize,
+    newline: ForwardScan,
+    whitespace: ForwardScan,
+}
+
+impl<'t> Windows<'t> {
+    fn new(text: &'t str) -> Windows<'t> {
+        Windows {
+            text,
+            windows: Vec::new(),
+            first_hit: 0,
+            newline: ForwardScan::default(),
+            whitespace: ForwardScan::default(),
+        }
+    }
+
+    /// The end of the window of a trigger ending at `end` (see [`window_around`]).
+    fn end(&mut self, end: usize) -> usize {
+        let bytes = self.text.as_bytes();
+        let end = end.min(bytes.len());
+        let line_end = self
+            .newline
+            .next(bytes, end, |b| b == b'\n')
+            .min(end.saturating_add(LINE_AHEAD))
+            .min(bytes.len());
+        let token_end = self
+            .whitespace
+            .next(bytes, line_end, |b| b.is_ascii_whitespace())
+            .min(line_end.saturating_add(TOKEN_AHEAD))
+            .min(bytes.len());
+        ceil_char_boundary(self.text, token_end)
+    }
+
+    /// Adds the window of a trigger hit at `start..end`.
+    fn add(&mut self, start: usize, end: usize) {
+        let to = self.end(end);
+        if let Some(last) = self.windows.last_mut()
+            && start >= self.first_hit
+            && start <= last.end
+        {
+            last.end = last.end.max(to);
+            return;
+        }
+        let from = window_start(self.text, start);
+        match self.windows.last_mut() {
+            Some(last) if from <= last.end => {
+                last.start = last.start.min(from);
+                last.end = last.end.max(to);
+                self.first_hit = self.first_hit.min(start);
+                // A window reaching back past its predecessor's end swallows it.
+                while self.windows.len() >= 2 {
+                    let n = self.windows.len();
+                    if self.windows[n - 2].end < self.windows[n - 1].start {
+                        break;
+                    }
+                    let merged = self.windows.remove(n - 1);
+                    let previous = &mut self.windows[n - 2];
+                    previous.start = previous.start.min(merged.start);
+                    previous.end = previous.end.max(merged.end);
+                }
+            }
+            _ => {
+                self.windows.push(from..to);
+                self.first_hit = start;
+            }
+        }
+    }
+
+    /// The windows, sorted and disjoint.
+    fn finish(self) -> Vec<Range<usize>> {
+        self.windows
+    }
 }
 
 fn accept(
@@ -659,34 +810,70 @@ fn truncated_body_len(rest: &str) -> usize {
 /// Private key blocks, from the `BEGIN` line to the matching `END` line. A block cut off before
 /// its `END` line is redacted up to the end of its base64 body, so a truncated paste still
 /// loses the key material.
-fn find_private_keys(text: &str, keys: &Keys, out: &mut Vec<Finding>) {
+///
+/// Blocks come in order, so the search for the next `END` line resumes from the last one found
+/// (or ends for good once there is none), and the close of an `END` line is looked for only
+/// within its bounded reach: every byte is scanned a bounded number of times.
+fn find_private_keys(
+    text: &str,
+    keys: &Keys,
+    out: &mut Vec<Finding>,
+    deadline: &Deadline,
+) -> Result<(), Expired> {
+    const END: &[u8] = b"-----END ";
+    const CLOSE: &[u8] = b"-----";
+    /// The close of an `END` line must start within this many bytes of `-----END `.
+    const CLOSE_REACH: usize = 64;
+    let bytes = text.as_bytes();
+    let end_finder = memchr::memmem::Finder::new(END);
+    // The first `END` at or after `searched_from`, from the last search.
+    let mut searched_from = 0;
+    let mut next_end: Option<usize> = None;
+    let mut searched = false;
     for begin in keys.pem_begin.find_iter(text) {
-        let rest = &text[begin.end()..];
-        let end = match rest.find("-----END ") {
-            Some(offset) => {
-                let after = begin.end() + offset + "-----END ".len();
-                match text[after..].find("-----") {
-                    Some(close) if close < 64 => after + close + 5,
-                    _ => after,
+        deadline.check()?;
+        let body = begin.end();
+        let stale = !searched || body < searched_from || next_end.is_some_and(|at| at < body);
+        if stale {
+            next_end = bytes
+                .get(body..)
+                .and_then(|rest| end_finder.find(rest))
+                .map(|offset| body + offset);
+            searched_from = body;
+            searched = true;
+        }
+        let end = match next_end {
+            Some(at) => {
+                let after = at + END.len();
+                let reach = (after + CLOSE_REACH - 1 + CLOSE.len()).min(bytes.len());
+                match bytes
+                    .get(after..reach)
+                    .and_then(|window| memchr::memmem::find(window, CLOSE))
+                {
+                    Some(close) => after + close + CLOSE.len(),
+                    None => after,
                 }
             }
-            None => begin.end() + truncated_body_len(rest),
+            None => body + truncated_body_len(text.get(body..).unwrap_or_default()),
         };
         out.push(Finding {
             range: begin.start()..end,
             category: Category::PrivateKey,
         });
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::{Just, Strategy, prop, prop_oneof};
+
     use super::*;
     use crate::finding::{apply, normalise};
 
     fn redact(text: &str) -> String {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, &mut out, &Deadline::none()).unwrap();
         normalise(&mut out);
         apply(text, &out).unwrap_or_else(|| text.to_owned())
     }
@@ -739,6 +926,81 @@ mod tests {
             redact("Authorization: Bearer abcDEF123456ghi"),
             "Authorization: Bearer [AUTHORIZATION]"
         );
+    }
+
+    /// The windows as defined: each accepted trigger's own [`window_around`], merged.
+    fn reference_windows(text: &str) -> Vec<Range<usize>> {
+        let keys = KEYS.as_ref().unwrap();
+        let mut windows: Vec<Range<usize>> = keys
+            .triggers
+            .find_overlapping_iter(text)
+            .filter(|hit| {
+                hit.pattern().as_usize() < ALWAYS_TRIGGERS
+                    || assignment_follows(text.as_bytes(), hit.end())
+            })
+            .map(|hit| window_around(text, hit.start(), hit.end()))
+            .collect();
+        windows.sort_by_key(|window| window.start);
+        let mut merged: Vec<Range<usize>> = Vec::new();
+        for window in windows {
+            match merged.last_mut() {
+                Some(last) if window.start <= last.end => last.end = last.end.max(window.end),
+                _ => merged.push(window),
+            }
+        }
+        merged
+    }
+
+    /// Pieces that put triggers, line ends and token ends near every reach of a window.
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(triggers()),
+            Just(" ".to_owned()),
+            Just("\n".to_owned()),
+            Just("=".to_owned()),
+            Just("é".to_owned()),
+            (1usize..40).prop_map(|n| "a".repeat(n)),
+            (
+                prop::sample::select(vec![LINE_BACK, TOKEN_BACK, LINE_AHEAD]),
+                0usize..8
+            )
+                .prop_map(|(reach, n)| "b".repeat(reach + n - 4)),
+            (0usize..8).prop_map(|n| "c".repeat(TOKEN_AHEAD + n - 4)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// The one-pass windows are exactly the union of every trigger's own window, so no
+        /// value loses context at a window's edge.
+        #[test]
+        fn incremental_windows_are_the_union_of_every_triggers_window(
+            pieces in proptest::collection::vec(piece(), 0..40)
+        ) {
+            let text = pieces.concat();
+            let keys = KEYS.as_ref().unwrap();
+            let (windows, _) = trigger_windows(keys, &text, &Deadline::none()).unwrap();
+            proptest::prop_assert_eq!(windows, reference_windows(&text));
+        }
+    }
+
+    #[test]
+    fn dense_triggers_and_begin_lines_stay_linear_and_correct() {
+        // Every `ghp_` token in a text full of triggers is still found.
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let text = format!(
+            "{} {token} {}",
+            "SK".repeat(50_000),
+            "token=".repeat(10_000)
+        );
+        assert!(redact(&text).contains(" [API_KEY] "), "the token survived");
+        // Many BEGIN lines, one END at the very end: one block, found once.
+        let text = format!(
+            "{}-----END RSA PRIVATE KEY-----\nafter",
+            "-----BEGIN RSA PRIVATE KEY-----\n".repeat(20_000)
+        );
+        assert_eq!(redact(&text), "[PRIVATE_KEY]\nafter");
     }
 
     #[test]

@@ -9,12 +9,52 @@
 //! - national numbers in any layout when a phone label ("phone", "Tel.", "mobile", …) stands
 //!   just before them, valid in one of [`LABELLED_REGIONS`].
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use phonenumber::country::Id;
 
 use crate::finding::{Category, Finding};
-use crate::scan::{LabelSet, NumericRun, left_alone, numeric_runs, right_alone};
+use crate::scan::{Deadline, Expired, LabelSet, NumericRun, left_alone, numeric_runs, right_alone};
+
+/// The most digits a candidate may have; E.164 allows 15 plus room for trunk prefixes.
+const MAX_DIGITS: usize = 17;
+
+/// The most groups a candidate may span: the longest common layouts have seven
+/// (`+33 (0)6 12 34 56 78`). Each candidate costs up to one libphonenumber parse per labelled
+/// region, so a long run of short groups after a label must not offer a dozen of them.
+const MAX_GROUPS: usize = 8;
+
+/// Verdicts kept per run of the filter; beyond this many, verdicts are computed, not kept.
+const MAX_VERDICTS: usize = 1 << 16;
+
+/// Which validation a verdict is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Check {
+    International,
+    NorthAmerican,
+    National,
+}
+
+/// libphonenumber verdicts already reached in this text. Validating costs microseconds, and
+/// the same number tends to recur (signatures, quoted replies, pasted tables).
+#[derive(Debug, Default)]
+struct Verdicts {
+    known: HashMap<(Check, String), bool>,
+}
+
+impl Verdicts {
+    fn get(&mut self, check: Check, candidate: &str, validate: impl FnOnce() -> bool) -> bool {
+        if let Some(&verdict) = self.known.get(&(check, candidate.to_owned())) {
+            return verdict;
+        }
+        let verdict = validate();
+        if self.known.len() < MAX_VERDICTS {
+            self.known.insert((check, candidate.to_owned()), verdict);
+        }
+        verdict
+    }
+}
 
 /// Regions tried, in order, for phone-labelled national numbers.
 const LABELLED_REGIONS: &[Id] = &[
@@ -87,36 +127,59 @@ const PHONE_LABELS: &[&str] = &[
 static LABELS: LazyLock<Option<LabelSet>> = LazyLock::new(|| LabelSet::new(PHONE_LABELS));
 
 /// Appends every phone number in `text` to `out`.
-pub(crate) fn find(text: &str, out: &mut Vec<Finding>) {
+pub(crate) fn find(text: &str, out: &mut Vec<Finding>, deadline: &Deadline) -> Result<(), Expired> {
     let mut scratch = String::with_capacity(32);
-    numeric_runs(text, |run| find_in_run(text, run, &mut scratch, out));
+    let mut verdicts = Verdicts::default();
+    numeric_runs(text, deadline, |run| {
+        find_in_run(text, run, &mut scratch, &mut verdicts, out, deadline)
+    })
 }
 
-fn find_in_run(text: &str, run: &NumericRun, scratch: &mut String, out: &mut Vec<Finding>) {
+/// A phone number starts at the start of its run, so only the run's first groups, up to
+/// [`MAX_GROUPS`] groups and [`MAX_DIGITS`] digits, are candidates: a run of any length costs
+/// a constant amount of work.
+fn find_in_run(
+    text: &str,
+    run: &NumericRun,
+    scratch: &mut String,
+    verdicts: &mut Verdicts,
+    out: &mut Vec<Finding>,
+    deadline: &Deadline,
+) -> Result<(), Expired> {
     let bytes = text.as_bytes();
     let count = run.groups.len();
-    let digit_count = |first: usize, last: usize| -> usize {
-        run.groups
-            .get(first..=last)
-            .map_or(0, |groups| groups.iter().map(|g| g.len()).sum())
-    };
     let run_start = run.start();
     if !left_alone(bytes, run_start) {
-        return;
+        return Ok(());
     }
-    let labelled = || {
-        let end = run.groups.last().map_or(run_start, |g| g.end);
-        LABELS
-            .as_ref()
-            .is_some_and(|labels| labels.directly_before(text, &(run_start..end), 40))
+    // Digits in groups `0..=last`, for every `last` within the limits.
+    let mut prefix_digits = [0usize; MAX_GROUPS];
+    let mut candidates = 0;
+    let mut total = 0;
+    for group in run.groups.iter().take(MAX_GROUPS) {
+        total += group.len();
+        if total > MAX_DIGITS {
+            break;
+        }
+        prefix_digits[candidates] = total;
+        candidates += 1;
+    }
+    let mut label = None;
+    let mut labelled = || {
+        *label.get_or_insert_with(|| {
+            let end = run.groups.last().map_or(run_start, |g| g.end);
+            LABELS
+                .as_ref()
+                .is_some_and(|labels| labels.directly_before(text, &(run_start..end), 40))
+        })
     };
     // Longest candidate first: drop trailing groups until the rest is a valid number. Only
     // group boundaries that are plain spaces may end a number inside a run.
-    for last in (0..count).rev() {
-        let digits = digit_count(0, last);
-        if !(6..=17).contains(&digits) {
+    for last in (0..candidates).rev() {
+        if !(6..=MAX_DIGITS).contains(&prefix_digits[last]) {
             continue;
         }
+        deadline.check()?;
         let Some(end) = run.groups.get(last).map(|g| g.end) else {
             continue;
         };
@@ -132,19 +195,28 @@ fn find_in_run(text: &str, run: &NumericRun, scratch: &mut String, out: &mut Vec
             continue;
         };
         let accepted = if run.plus {
-            valid_international(candidate)
+            verdicts.get(Check::International, candidate, || {
+                valid_international(candidate)
+            })
         } else {
-            (nanp_layout(text, run, last) && valid_in(candidate, Id::US))
-                || (labelled() && valid_national(candidate, scratch))
+            (nanp_layout(text, run, last)
+                && verdicts.get(Check::NorthAmerican, candidate, || {
+                    valid_in(candidate, Id::US)
+                }))
+                || (labelled()
+                    && verdicts.get(Check::National, candidate, || {
+                        valid_national(candidate, scratch)
+                    }))
         };
         if accepted {
             out.push(Finding {
                 range: run_start..end,
                 category: Category::Phone,
             });
-            return;
+            return Ok(());
         }
     }
+    Ok(())
 }
 
 fn valid_international(candidate: &str) -> bool {
@@ -203,7 +275,7 @@ mod tests {
 
     fn phones(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, &mut out, &Deadline::none()).unwrap();
         out.iter().map(|f| &text[f.range.clone()]).collect()
     }
 
@@ -234,5 +306,25 @@ mod tests {
         assert!(phones("order 030 901820").is_empty());
         assert!(phones("Call count: 12 345 678").is_empty());
         assert_eq!(phones("call me at 030 901820"), vec!["030 901820"]);
+    }
+
+    #[test]
+    fn long_runs_and_repeated_numbers() {
+        // Only a run's first groups are candidates; the number at its start is still found.
+        assert_eq!(
+            phones("+44 20 7946 0958 1 2 3 4 5 6 7 8 9 0 1 2"),
+            vec!["+44 20 7946 0958"]
+        );
+        // A repeated number is validated once and found every time.
+        let text = "+44 20 7946 0958, again +44 20 7946 0958; Tel. 030 901820 and Tel. 030 901820";
+        assert_eq!(
+            phones(text),
+            vec![
+                "+44 20 7946 0958",
+                "+44 20 7946 0958",
+                "030 901820",
+                "030 901820"
+            ]
+        );
     }
 }
