@@ -10,8 +10,6 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
@@ -328,53 +326,20 @@ impl PipelineStore {
 
     fn write(&self, bot: &BotId, pipeline: &Pipeline) -> Result<(), PiiError> {
         let path = self.path(bot);
-        let io = |action: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| PiiError::Io {
-                action,
-                path,
-                source,
-            }
-        };
-        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io("create directory", &dir))?;
-        let json = serde_json::to_vec_pretty(&to_file(pipeline)).map_err(|error| PiiError::Io {
-            action: "encode",
-            path: path.clone(),
-            source: error.into(),
-        })?;
-        let mut suffix = [0u8; 6];
-        getrandom::fill(&mut suffix).map_err(|error| PiiError::Io {
-            action: "pick a temporary name for",
-            path: path.clone(),
-            source: std::io::Error::other(error.to_string()),
-        })?;
-        let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
-        let temp = dir.join(format!(".pipelines.json.{suffix}.tmp"));
-        let result = (|| {
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temp)
-                .map_err(io("create", &temp))?;
-            file.write_all(&json).map_err(io("write", &temp))?;
-            file.write_all(b"\n").map_err(io("write", &temp))?;
-            file.sync_all().map_err(io("sync", &temp))?;
-            fs::rename(&temp, &path).map_err(io("replace", &path))?;
-            // Make the rename itself durable.
-            fs::File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io("sync", &dir))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        result
+        let mut json =
+            serde_json::to_vec_pretty(&to_file(pipeline)).map_err(|error| PiiError::Io {
+                action: "encode",
+                path: path.clone(),
+                source: error.into(),
+            })?;
+        json.push(b'\n');
+        // An exclusive 0600 temporary file, synced and renamed over the old one, the directory
+        // synced: a reader sees the old pipeline or the new one, and a crash loses neither.
+        paddock_secrets::file::write_private(&path, &json).map_err(|source| PiiError::Io {
+            action: "replace",
+            path,
+            source,
+        })
     }
 }
 

@@ -23,7 +23,9 @@ fn read(relative: &str) -> String {
 /// The first cell of every row of the Markdown table whose header row starts with `header`,
 /// with its backticks removed. Fails when there is no such table.
 fn first_column(markdown: &str, header: &str) -> Vec<String> {
-    let mut lines = markdown.lines().skip_while(|line| !line.starts_with(header));
+    let mut lines = markdown
+        .lines()
+        .skip_while(|line| !line.starts_with(header));
     assert!(
         lines.next().is_some(),
         "no table whose header starts with `{header}`"
@@ -105,7 +107,10 @@ fn readme_and_contract_list_exactly_the_registered_tools() {
         .map(str::to_owned)
         .collect();
     assert_same("CONTRACT.md's surface", &surface, &registered);
-    assert_eq!(surface, registered, "CONTRACT.md lists the tools in tools/list order");
+    assert_eq!(
+        surface, registered,
+        "CONTRACT.md lists the tools in tools/list order"
+    );
 }
 
 #[test]
@@ -174,7 +179,8 @@ fn no_stub_ships() {
                 .enumerate()
                 .filter(|(_, line)| {
                     let code = line.split("//").next().unwrap_or_default();
-                    code.contains(concat!("todo", "!(")) || code.contains(concat!("unimplemented", "!("))
+                    code.contains(concat!("todo", "!("))
+                        || code.contains(concat!("unimplemented", "!("))
                 })
                 .map(|(number, _)| format!("{}:{}", path.display(), number + 1))
                 .collect::<Vec<_>>()
