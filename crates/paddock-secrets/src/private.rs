@@ -78,19 +78,15 @@ pub enum PrivateFileError {
     },
 }
 
-/// Checks that `path` is a private directory, without creating anything (`lstat`, so a symlink
-/// is seen as one).
+/// A real directory (not a symlink) owned by the current uid, or why not; `Ok(None)` when
+/// nothing is at `path`. Returns its mode bits.
 #[cfg(unix)]
-pub fn check_private_dir(path: &Path) -> Result<(), PrivateDirError> {
+fn owned_dir_mode(path: &Path) -> Result<Option<u32>, PrivateDirError> {
     use std::os::unix::fs::MetadataExt;
 
     let metadata = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Err(PrivateDirError::Missing {
-                path: path.to_path_buf(),
-            });
-        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(PrivateDirError::Io {
                 path: path.to_path_buf(),
@@ -117,14 +113,23 @@ pub fn check_private_dir(path: &Path) -> Result<(), PrivateDirError> {
             expected,
         });
     }
-    let mode = metadata.mode() & 0o7777;
-    if mode != 0o700 {
-        return Err(PrivateDirError::InsecureMode {
+    Ok(Some(metadata.mode() & 0o7777))
+}
+
+/// Checks that `path` is a private directory, without creating anything (`lstat`, so a symlink
+/// is seen as one).
+#[cfg(unix)]
+pub fn check_private_dir(path: &Path) -> Result<(), PrivateDirError> {
+    match owned_dir_mode(path)? {
+        None => Err(PrivateDirError::Missing {
+            path: path.to_path_buf(),
+        }),
+        Some(0o700) => Ok(()),
+        Some(mode) => Err(PrivateDirError::InsecureMode {
             path: path.to_path_buf(),
             mode,
-        });
+        }),
     }
-    Ok(())
 }
 
 #[cfg(windows)]
@@ -184,51 +189,19 @@ pub fn ensure_private_dir(path: &Path) -> Result<(), PrivateDirError> {
 }
 
 /// Checks a directory that will hold a private file whose path the user chose (the token file
-/// override): it must exist as a real directory owned by the current uid or root, and nobody
-/// else may write to it — otherwise another user could plant or replace the file. A missing
-/// directory is created as a private one.
+/// override): it must be a real directory owned by the current uid that nobody else may write
+/// to — otherwise another user could plant or replace the file. A missing directory is created
+/// as a private one.
 #[cfg(unix)]
 pub fn ensure_safe_parent(path: &Path) -> Result<(), PrivateDirError> {
-    use std::os::unix::fs::MetadataExt;
-
-    let metadata = match std::fs::symlink_metadata(path) {
-        Ok(metadata) => metadata,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return ensure_private_dir(path);
-        }
-        Err(source) => {
-            return Err(PrivateDirError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    if metadata.file_type().is_symlink() {
-        return Err(PrivateDirError::Symlink {
-            path: path.to_path_buf(),
-        });
-    }
-    if !metadata.is_dir() {
-        return Err(PrivateDirError::NotADirectory {
-            path: path.to_path_buf(),
-        });
-    }
-    let expected = current_uid();
-    if metadata.uid() != expected {
-        return Err(PrivateDirError::WrongOwner {
-            path: path.to_path_buf(),
-            owner: metadata.uid(),
-            expected,
-        });
-    }
-    let mode = metadata.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(PrivateDirError::InsecureMode {
+    match owned_dir_mode(path)? {
+        None => ensure_private_dir(path),
+        Some(mode) if mode & 0o022 != 0 => Err(PrivateDirError::InsecureMode {
             path: path.to_path_buf(),
             mode,
-        });
+        }),
+        Some(_) => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(windows)]

@@ -473,6 +473,17 @@ fn reachable_binary(binary: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(reachable)
 }
 
+/// The loopback HTTP port of a daemon's status (`http://127.0.0.1:PORT/mcp`).
+pub fn http_port(status: &StatusResult) -> anyhow::Result<u16> {
+    status
+        .http_endpoint
+        .as_deref()
+        .and_then(|url| url.strip_prefix("http://127.0.0.1:"))
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .and_then(|port| port.parse().ok())
+        .with_context(|| format!("no loopback port in {status:?}"))
+}
+
 /// Polls `probe` until it yields a value or `within` passes.
 pub fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> anyhow::Result<T> {
     let deadline = Instant::now() + within;

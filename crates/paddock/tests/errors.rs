@@ -150,13 +150,7 @@ fn cli_errors_say_what_happened_and_what_to_do() {
 fn ingress_refusals_have_fixed_shapes() {
     let harness = DaemonHarness::new(BIN).unwrap();
     let status = harness.start_detached(&[]).unwrap();
-    let port: u16 = status
-        .http_endpoint
-        .as_deref()
-        .and_then(|url| url.strip_prefix("http://127.0.0.1:"))
-        .and_then(|rest| rest.strip_suffix("/mcp"))
-        .and_then(|port| port.parse().ok())
-        .unwrap();
+    let port = paddock_testkit::http_port(&status).unwrap();
     let token = harness.token().unwrap();
     let cases = [
         ("no credentials", RawRequest::get("/heartbeat")),

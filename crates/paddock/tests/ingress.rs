@@ -11,17 +11,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 fn ready_daemon() -> (DaemonHarness, u16, String) {
     let harness = DaemonHarness::new(BIN).expect("harness");
     let status = harness.start_detached(&[]).expect("start");
-    let port = port_of(&status.http_endpoint.expect("endpoint"));
+    let port = paddock_testkit::http_port(&status).expect("port");
     let token = harness.token().expect("token");
     (harness, port, token)
-}
-
-fn port_of(endpoint: &str) -> u16 {
-    endpoint
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .expect("port")
 }
 
 fn assert_unauthorized(response: &RawResponse) {
@@ -278,7 +270,7 @@ fn shutting_down_answers_503() {
     harness.set_env("PADDOCK_DEBUG_SHUTDOWN_DELAY_MS", "3000");
     let daemon = harness.spawn_foreground(&[]).unwrap();
     let status = daemon.wait_ready().unwrap();
-    let port = port_of(status.http_endpoint.as_deref().unwrap());
+    let port = paddock_testkit::http_port(&status).unwrap();
     let token = harness.token().unwrap();
     daemon.terminate();
     let response = wait_until(Duration::from_secs(10), || {

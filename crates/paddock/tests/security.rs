@@ -485,13 +485,7 @@ fn slow_connections_from_another_user_do_not_stop_the_daemon() {
     let attacker = OtherUser::get().unwrap();
     let harness = DaemonHarness::new(BIN).unwrap();
     let status = harness.start_detached(&[]).unwrap();
-    let port: u16 = status
-        .http_endpoint
-        .as_deref()
-        .and_then(|url| url.strip_prefix("http://127.0.0.1:"))
-        .and_then(|rest| rest.strip_suffix("/mcp"))
-        .and_then(|port| port.parse().ok())
-        .unwrap();
+    let port = paddock_testkit::http_port(&status).unwrap();
     let token = harness.token().unwrap();
     // A machine with the common 1024-descriptor limit: without a connection cap, 1,100 held
     // connections exhaust the daemon's descriptors.
