@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::capability::Capabilities;
+use crate::client;
 use crate::config::{CredentialBrokerConfig, Upstream, Validated};
 use crate::error::CredentialError;
 use crate::proxy;
@@ -96,7 +97,7 @@ struct Registry {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: Validated,
-    pub client: proxy::UpstreamClient,
+    pub client: client::UpstreamClient,
     pub shutdown: CancellationToken,
     registry: RwLock<Registry>,
 }
@@ -146,11 +147,21 @@ impl fmt::Debug for CredentialBroker {
 
 impl CredentialBroker {
     /// Validates `config` and starts one proxy listener on 127.0.0.1 (a random port) for each
-    /// upstream. With no upstreams it listens nowhere and can still list and revoke.
+    /// upstream. With no upstreams it listens nowhere and can still list and revoke. When an
+    /// upstream is `https://`, the trusted roots are loaded first (on a blocking thread), and
+    /// an unreadable extra bundle fails the start.
     pub async fn start(config: CredentialBrokerConfig) -> Result<Self, CredentialError> {
         let config = config.validate()?;
         let shutdown = CancellationToken::new();
-        let client = proxy::upstream_client(&config.timeouts);
+        let tls = if config.needs_tls() {
+            let trust = config.trust.clone();
+            tokio::task::spawn_blocking(move || crate::tls::client_config(&trust, true))
+                .await
+                .map_err(|error| CredentialError::Tls(error.to_string()))??
+        } else {
+            crate::tls::client_config(&config.trust, false)?
+        };
+        let client = client::upstream_client(&config.timeouts, tls);
         let shared = Arc::new(Shared {
             config,
             client,

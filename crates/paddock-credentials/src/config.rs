@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
-use http::uri::{Authority, Uri};
+use http::uri::{Authority, Scheme, Uri};
 use paddock_secrets::SecretString;
 
 use crate::error::CredentialError;
+use crate::tls::UpstreamTrust;
 
 /// Everything the broker and its proxy need from the host.
 #[derive(Debug, Clone)]
@@ -26,6 +27,10 @@ pub struct CredentialBrokerConfig {
     pub max_header_bytes: usize,
     /// The most request headers the proxy reads; more get 431.
     pub max_headers: usize,
+    /// The certificate authorities trusted for `https://` upstreams. The default is Mozilla's
+    /// roots and the platform's store; [`UpstreamTrust::from_env`] adds `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR`.
+    pub trust: UpstreamTrust,
 }
 
 impl Default for CredentialBrokerConfig {
@@ -37,6 +42,7 @@ impl Default for CredentialBrokerConfig {
             timeouts: ProxyTimeouts::default(),
             max_header_bytes: 32 * 1024,
             max_headers: 100,
+            trust: UpstreamTrust::default(),
         }
     }
 }
@@ -46,7 +52,8 @@ impl Default for CredentialBrokerConfig {
 pub struct UpstreamConfig {
     /// A short name (`anthropic`, `paddock`): grants and launch environments refer to it.
     pub name: String,
-    /// `http://host:port` with an optional base path; request paths are appended to it.
+    /// `https://host[:port]` (or `http://` for a loopback gateway) with an optional base path;
+    /// request paths are appended to it.
     pub url: String,
     /// The per-agent runner credential (spec tier 2), never the machine's master key.
     pub credential: SecretString,
@@ -87,6 +94,8 @@ pub(crate) struct Upstream {
     pub name: String,
     /// As configured, for messages (it carries no credential: userinfo is refused).
     pub url: String,
+    /// `http` or `https`.
+    pub url_scheme: Scheme,
     pub authority: Authority,
     /// The base path without a trailing `/` (empty for the root).
     pub base_path: String,
@@ -106,6 +115,16 @@ pub(crate) struct Validated {
     pub timeouts: ProxyTimeouts,
     pub max_header_bytes: usize,
     pub max_headers: usize,
+    pub trust: UpstreamTrust,
+}
+
+impl Validated {
+    /// Whether any upstream is reached over TLS (so the trusted roots must be loaded).
+    pub fn needs_tls(&self) -> bool {
+        self.upstreams
+            .iter()
+            .any(|upstream| upstream.url_scheme == Scheme::HTTPS)
+    }
 }
 
 impl CredentialBrokerConfig {
@@ -146,6 +165,7 @@ impl CredentialBrokerConfig {
             timeouts: self.timeouts,
             max_header_bytes: self.max_header_bytes.max(8 * 1024),
             max_headers: self.max_headers.max(8),
+            trust: self.trust,
         })
     }
 }
@@ -176,21 +196,16 @@ fn validate_upstream(config: UpstreamConfig) -> Result<Upstream, CredentialError
         .url
         .parse()
         .map_err(|_| invalid(format!("`{}` is not a URL", config.url)))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(invalid(format!(
-                "`{}` needs TLS, which this build does not speak yet; point it at an http:// endpoint (for example a local TLS-terminating forwarder)",
-                config.url
-            )));
-        }
+    let url_scheme = match uri.scheme_str() {
+        Some("https") => Scheme::HTTPS,
+        Some("http") => Scheme::HTTP,
         _ => {
             return Err(invalid(format!(
-                "`{}` must be an absolute http:// URL",
+                "`{}` must be an absolute https:// URL (or http:// for a local gateway)",
                 config.url
             )));
         }
-    }
+    };
     let authority = uri
         .authority()
         .cloned()
@@ -236,6 +251,7 @@ fn validate_upstream(config: UpstreamConfig) -> Result<Upstream, CredentialError
     Ok(Upstream {
         name: config.name,
         url: config.url,
+        url_scheme,
         authority,
         base_path,
         header,
@@ -294,13 +310,27 @@ mod tests {
         assert_eq!(api.authority.as_str(), "127.0.0.1:9");
         assert!(api.value.is_sensitive());
         assert_eq!(api.value.to_str().unwrap(), "Bearer sk-real");
+        assert_eq!(api.url_scheme, Scheme::HTTP);
+        assert!(!validated.needs_tls());
+    }
+
+    #[test]
+    fn https_upstreams_are_accepted_with_or_without_a_port() {
+        let validated = validate(vec![upstream("https://api.example.com/v1")]).unwrap();
+        let api = &validated.upstreams[0];
+        assert_eq!(api.url_scheme, Scheme::HTTPS);
+        assert_eq!(api.authority.as_str(), "api.example.com");
+        assert_eq!(api.base_path, "/v1");
+        assert!(validated.needs_tls());
+        let validated = validate(vec![upstream("https://127.0.0.1:8443")]).unwrap();
+        assert_eq!(validated.upstreams[0].authority.as_str(), "127.0.0.1:8443");
     }
 
     #[test]
     fn invalid_upstreams_are_refused_without_the_credential() {
         for url in [
-            "https://api.example.com",
             "ftp://x",
+            "https://user:pw@api.example.com",
             "/relative",
             "http://user:pw@host",
             "http://host/?q=1",

@@ -48,6 +48,17 @@ pub enum CredentialError {
     DuplicateEnvVar { name: String },
     #[error("invalid environment variable name `{name}`: use letters, digits and `_`")]
     InvalidEnvVar { name: String },
+    #[error(
+        "cannot trust the certificates in `{}`: {reason}; point SSL_CERT_FILE (or SSL_CERT_DIR) at PEM certificates",
+        path.display()
+    )]
+    TrustStore { path: PathBuf, reason: String },
+    #[error(
+        "no certificate authority to trust for https:// upstreams; keep the web PKI or platform roots on, or add a PEM bundle"
+    )]
+    NoTrustRoots,
+    #[error("the TLS client could not be configured: {0}")]
+    Tls(String),
     #[error("the credential broker has shut down; start a new one")]
     ShutDown,
 }
@@ -73,6 +84,8 @@ impl CredentialError {
                 | Self::NotGranted { .. }
                 | Self::DuplicateEnvVar { .. }
                 | Self::InvalidEnvVar { .. }
+                | Self::TrustStore { .. }
+                | Self::NoTrustRoots
         )
     }
 }

@@ -8,8 +8,10 @@
 //! proxy; the proxy checks it in constant time, checks the request against the capabilities,
 //! strips the agent's credentials, swaps in the host's under the configured header and scheme,
 //! stamps `X-Agent-Id`, `X-Client` and `X-Agent-Active-Capabilities`, and forwards, streaming
-//! both bodies. A voucher is revocable alone or with its launch; revocation also cuts the
-//! responses it is streaming.
+//! both bodies. Upstreams are `https://` (rustls, HTTP/2 or HTTP/1.1 by ALPN, roots from
+//! [`UpstreamTrust`]) or `http://` for a loopback gateway; the agent's side is always loopback
+//! HTTP/1.1. The proxy never follows a redirect. A voucher is revocable alone or with its
+//! launch; revocation also cuts the responses it is streaming.
 //!
 //! Key tiers: the machine's master key (read by [`KeySource`] from an environment variable, a
 //! 0600 file or a keychain — never argv) stays with the host; the per-agent runner credential
@@ -26,17 +28,19 @@
 //! # -> Result<(), paddock_credentials::CredentialError> {
 //! use paddock_credentials::{
 //!     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, LaunchEnvSpec,
-//!     UpstreamConfig, VendorEnv,
+//!     UpstreamConfig, UpstreamTrust, VendorEnv,
 //! };
 //!
 //! let broker = CredentialBroker::start(CredentialBrokerConfig {
 //!     upstreams: vec![UpstreamConfig {
 //!         name: "anthropic".into(),
-//!         url: "http://127.0.0.1:8080".into(),
+//!         url: "https://api.anthropic.com".into(),
 //!         credential: key,
 //!         header: "x-api-key".into(),
 //!         scheme: None,
 //!     }],
+//!     // Mozilla's roots and the platform's store, plus SSL_CERT_FILE / SSL_CERT_DIR.
+//!     trust: UpstreamTrust::from_env(),
 //!     ..CredentialBrokerConfig::default()
 //! })
 //! .await?;
@@ -60,11 +64,13 @@
 
 mod broker;
 mod capability;
+mod client;
 mod config;
 mod error;
 mod guard;
 mod key;
 mod proxy;
+mod tls;
 
 pub use broker::{
     CredentialBroker, LaunchEnv, LaunchEnvSpec, PROXY_TOKEN_FILE_VAR, PROXY_URL_VAR, VendorEnv,
@@ -75,3 +81,4 @@ pub use config::{CredentialBrokerConfig, ProxyTimeouts, UpstreamConfig};
 pub use error::CredentialError;
 pub use key::{KeyError, KeySource};
 pub use proxy::{X_AGENT_ACTIVE_CAPABILITIES, X_AGENT_ID, X_CLIENT};
+pub use tls::{SSL_CERT_DIR_VAR, SSL_CERT_FILE_VAR, UpstreamTrust};

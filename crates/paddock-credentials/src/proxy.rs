@@ -1,8 +1,9 @@
 //! The key-swapping proxy: one HTTP/1.1 listener on 127.0.0.1 per upstream. Each request is
 //! checked in this order — target form and Host, path, voucher (401), capabilities (403) — then
 //! its credentials are stripped, the host's credential and the stamps are added, and it is
-//! forwarded with both bodies streamed frame by frame. Revoking the voucher ends requests and
-//! response streams in flight.
+//! forwarded (over TLS to an `https://` upstream, HTTP/2 when the upstream picks it) with both
+//! bodies streamed frame by frame. Revoking the voucher ends requests and response streams in
+//! flight.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,15 +16,13 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 use tracing::debug;
 
 use crate::broker::{Entry, Shared};
-use crate::config::{ProxyTimeouts, Upstream, is_hop_by_hop};
+use crate::client::UpstreamFailure;
+use crate::config::{Upstream, is_hop_by_hop};
 use crate::guard::{self, CheckedPath};
 use paddock_http::ConnectionLimits;
 
@@ -38,19 +37,6 @@ const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type ProxyBody = paddock_http::BoxBody;
-pub(crate) type UpstreamClient = Client<HttpConnector, Incoming>;
-
-/// One pooled HTTP/1.1 client for every upstream: keep-alive connections are what keep the
-/// added latency small.
-pub(crate) fn upstream_client(timeouts: &ProxyTimeouts) -> UpstreamClient {
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(timeouts.connect));
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(Duration::from_secs(60))
-        .build(connector)
-}
 
 /// Accepts connections for `upstream` until the broker shuts down, under the shared
 /// connection limits (cap with oldest-idle shedding, head and idle timeouts, accept backoff);
@@ -170,6 +156,7 @@ async fn forward(
     let path = checked.as_str();
     let (mut parts, body) = request.into_parts();
     let Some(uri) = upstream_uri(
+        &upstream.url_scheme,
         &upstream.authority,
         &upstream.base_path,
         checked,
@@ -204,6 +191,8 @@ async fn forward(
     }
     parts.uri = uri;
     parts.headers = headers;
+    // The client picks the wire version per connection (HTTP/2 when ALPN agrees); the request
+    // asks for neither.
     parts.version = http::Version::HTTP_11;
     let outgoing = Request::from_parts(parts, body);
 
@@ -223,20 +212,10 @@ async fn forward(
     let response = match sent {
         Ok(Ok(response)) => response,
         Ok(Err(failure)) => {
-            let detail = error_chain(&failure);
-            debug!(upstream = %upstream.name, %method, %path, %detail, "upstream failed");
-            let message = if failure.is_connect() {
-                format!(
-                    "upstream `{}` at `{}` is unreachable: {detail}",
-                    upstream.name, upstream.url
-                )
-            } else {
-                format!(
-                    "upstream `{}` at `{}` failed: {detail}",
-                    upstream.name, upstream.url
-                )
-            };
-            return error(StatusCode::BAD_GATEWAY, "upstream_unavailable", &message);
+            let failure = UpstreamFailure::classify(&failure, upstream, timeouts.connect);
+            let kind = failure.kind();
+            debug!(upstream = %upstream.name, host = %upstream.authority, %method, %path, kind, %failure, "upstream failed");
+            return error(StatusCode::BAD_GATEWAY, kind, &failure.to_string());
         }
         Err(_) => {
             debug!(upstream = %upstream.name, %method, %path, "upstream response head timed out");
@@ -249,6 +228,9 @@ async fn forward(
     };
     let (mut parts, body) = response.into_parts();
     strip_hop_by_hop(&mut parts.headers);
+    let protocol = parts.version;
+    // The agent's side is HTTP/1.1 whatever the upstream spoke.
+    parts.version = http::Version::HTTP_11;
     debug!(
         voucher = %entry.id,
         launch = %entry.launch,
@@ -256,6 +238,7 @@ async fn forward(
         %method,
         %path,
         status = parts.status.as_u16(),
+        ?protocol,
         "proxied"
     );
     let body = GuardedBody {
@@ -272,6 +255,7 @@ async fn forward(
 /// capability check saw it, then the client's query. Nothing is decoded or re-encoded on the
 /// way, so the upstream receives the approved bytes.
 fn upstream_uri(
+    scheme: &http::uri::Scheme,
     authority: &Authority,
     base_path: &str,
     path: &CheckedPath,
@@ -283,7 +267,7 @@ fn upstream_uri(
         path_and_query.push_str(query);
     }
     Uri::builder()
-        .scheme(http::uri::Scheme::HTTP)
+        .scheme(scheme.clone())
         .authority(authority.clone())
         .path_and_query(path_and_query)
         .build()
@@ -430,18 +414,6 @@ fn non_empty(text: String) -> String {
     } else {
         text
     }
-}
-
-/// The error and its sources, `: `-joined: `client error (Connect): tcp connect error: …`.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// An error answer in the shape Anthropic's and OpenAI's SDKs both surface (`error.message`).
@@ -633,7 +605,13 @@ mod tests {
                     return Ok(());
                 }
                 let authority: Authority = "127.0.0.1:9".parse().unwrap();
-                let uri = upstream_uri(&authority, "/base", &checked, query.as_deref());
+                let uri = upstream_uri(
+                    &http::uri::Scheme::HTTPS,
+                    &authority,
+                    "/base",
+                    &checked,
+                    query.as_deref(),
+                );
                 prop_assert!(uri.is_some(), "{} could not be forwarded", path);
                 let Some(uri) = uri else { return Ok(()) };
                 prop_assert_eq!(uri.query(), query.as_deref());

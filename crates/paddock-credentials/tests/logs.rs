@@ -1,7 +1,8 @@
 //! At trace level, across every path the proxy and broker take (mint, success, a refused
 //! path, unknown voucher, capability denial, upstream failure, revocation of an open stream,
-//! shutdown), no log line holds a voucher or the real key. Its own binary, because it installs
-//! the global subscriber.
+//! shutdown), over plain HTTP and over TLS (HTTP/2 to a trusted upstream, a handshake that fails
+//! on an untrusted certificate), no log line holds a voucher or the real key. Its own binary,
+//! because it installs the global subscriber.
 #![cfg(test)]
 
 mod common;
@@ -12,7 +13,10 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use http_body_util::BodyExt as _;
 use hyper::body::Bytes;
-use paddock_credentials::{Capabilities, Grant};
+use paddock_credentials::{
+    Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, UpstreamTrust,
+};
+use paddock_testkit::tls::{ALPN_H2_HTTP1, TestCa};
 
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Vec<u8>>>);
@@ -43,11 +47,22 @@ async fn no_voucher_or_key_in_any_log_line_at_trace_level() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let broker = broker_for(vec![
-        upstream_config("api", &upstream.url(), "authorization", Some("Bearer")),
-        upstream_config("down", &format!("http://{closed}"), "x-api-key", None),
-    ])
-    .await;
+    let trusted = TestCa::new().unwrap();
+    let h2 = Upstream::start_tls(trusted.localhost_config(ALPN_H2_HTTP1).unwrap()).await;
+    let unknown = TestCa::new().unwrap();
+    let untrusted = Upstream::start_tls(unknown.localhost_config(ALPN_H2_HTTP1).unwrap()).await;
+    let broker = CredentialBroker::start(CredentialBrokerConfig {
+        upstreams: vec![
+            upstream_config("api", &upstream.url(), "authorization", Some("Bearer")),
+            upstream_config("down", &format!("http://{closed}"), "x-api-key", None),
+            upstream_config("h2", &h2.url(), "x-api-key", None),
+            upstream_config("untrusted", &untrusted.url(), "x-api-key", None),
+        ],
+        trust: UpstreamTrust::default().with_pem_file(trusted.pem_path()),
+        ..CredentialBrokerConfig::default()
+    })
+    .await
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let voucher = broker
         .mint_for_launch(
@@ -56,6 +71,8 @@ async fn no_voucher_or_key_in_any_log_line_at_trace_level() {
                 Grant::parse("api", "POST /v1/messages").unwrap(),
                 Grant::parse("api", "GET /sse").unwrap(),
                 Grant::parse("down", "* /").unwrap(),
+                Grant::parse("h2", "* /").unwrap(),
+                Grant::parse("untrusted", "* /").unwrap(),
             ]),
             dir.path(),
         )
@@ -122,6 +139,31 @@ async fn no_voucher_or_key_in_any_log_line_at_trace_level() {
         .0,
         502
     );
+    let over_h2 = broker.proxy_url("h2").unwrap();
+    assert_eq!(
+        send(
+            &client,
+            "POST",
+            &format!("{over_h2}/v1/messages?key=q"),
+            &[("x-api-key", &secret)],
+            "{}"
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(h2.seen()[0].version, http::Version::HTTP_2);
+    let untrusted_proxy = broker.proxy_url("untrusted").unwrap();
+    let (status, _, body) = send(
+        &client,
+        "POST",
+        &format!("{untrusted_proxy}/v1/messages?key=q"),
+        &[("x-api-key", &secret)],
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 502);
+    assert!(body.contains("upstream_tls_untrusted"), "{body}");
     let events = upstream.next_stream();
     let response = client
         .request(request("GET", &format!("{api}/sse"), &auth, ""))
@@ -152,6 +194,8 @@ async fn no_voucher_or_key_in_any_log_line_at_trace_level() {
         "outside capabilities",
         "unknown or revoked voucher",
         "upstream failed",
+        "upstream_tls_untrusted",
+        "HTTP/2.0",
         "voucher revoked",
     ] {
         assert!(logs.contains(expected), "no `{expected}` line in:\n{logs}");

@@ -384,18 +384,6 @@ impl SseThroughProxy {
     }
 }
 
-async fn next_data(body: &mut hyper::body::Incoming) -> Option<Bytes> {
-    loop {
-        let frame = tokio::time::timeout(DEADLINE, body.frame())
-            .await
-            .expect("a frame within the deadline")?
-            .ok()?;
-        if let Ok(data) = frame.into_data() {
-            return Some(data);
-        }
-    }
-}
-
 #[tokio::test]
 async fn sse_passes_through_chunk_by_chunk() {
     let upstream = Upstream::start().await;

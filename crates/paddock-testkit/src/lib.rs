@@ -2,7 +2,8 @@
 //! state directory with its own `PADDOCK_AUX_SOCKET_DIR` and a scrubbed environment, so tests
 //! never touch the user's daemon and run in parallel; dropping it stops whatever it started.
 //! [`RawRequest`] writes HTTP/1.1 by hand, because the ingress tests must send Host and Origin
-//! values that ordinary clients never produce.
+//! values that ordinary clients never produce. [`tls::TestCa`] makes a certificate authority at
+//! test time for servers that speak TLS (the scripted model server can).
 
 pub mod fixture;
 pub mod http;
@@ -10,6 +11,7 @@ pub mod mcp;
 pub mod model;
 pub mod other_user;
 pub mod procfs;
+pub mod tls;
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};

@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use paddock_agents::{BrokerCredentials, ModelApi};
 use paddock_client::{ClientEnv, DaemonPaths};
-use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, KeySource, UpstreamConfig};
+use paddock_credentials::{
+    CredentialBroker, CredentialBrokerConfig, KeySource, UpstreamConfig, UpstreamTrust,
+};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 
@@ -82,8 +84,9 @@ pub struct CommonArgs {
     /// is inherited beyond PATH, locale and user names.
     #[arg(long = "pass-env", value_name = "NAME")]
     pass_env: Vec<String>,
-    /// The model API the agent reaches through Paddock's key-swapping proxy (an http URL: the
-    /// proxy speaks plain HTTP upstream, so use a local gateway for a TLS endpoint). Default:
+    /// The model API the agent reaches through Paddock's key-swapping proxy: an https URL such
+    /// as https://api.anthropic.com (certificates checked against Mozilla's roots, the system
+    /// store and $SSL_CERT_FILE / $SSL_CERT_DIR), or http for a local gateway. Default:
     /// $PADDOCK_ANTHROPIC_UPSTREAM for backends that call the Anthropic API (claude, pi),
     /// $PADDOCK_OPENAI_UPSTREAM for those that call OpenAI's (codex, opencode).
     #[arg(long, value_name = "URL")]
@@ -99,6 +102,8 @@ pub struct CommonArgs {
 struct ApiChoice {
     api: ModelApi,
     upstream_env: &'static str,
+    /// The vendor's public endpoint, for the hint when no upstream is given.
+    public_url: &'static str,
     key_from: KeySource,
 }
 
@@ -106,11 +111,17 @@ fn api_choice(common: &CommonArgs, sdk: &AgentDriverSdk) -> anyhow::Result<Optio
     let Some(api) = sdk.model_api(common.backend) else {
         return Ok(None);
     };
-    let (upstream_env, key_env) = match api {
-        ModelApi::AnthropicMessages => ("PADDOCK_ANTHROPIC_UPSTREAM", "env:ANTHROPIC_API_KEY"),
-        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => {
-            ("PADDOCK_OPENAI_UPSTREAM", "env:OPENAI_API_KEY")
-        }
+    let (upstream_env, public_url, key_env) = match api {
+        ModelApi::AnthropicMessages => (
+            "PADDOCK_ANTHROPIC_UPSTREAM",
+            "https://api.anthropic.com",
+            "env:ANTHROPIC_API_KEY",
+        ),
+        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => (
+            "PADDOCK_OPENAI_UPSTREAM",
+            "https://api.openai.com",
+            "env:OPENAI_API_KEY",
+        ),
     };
     let key_from = match &common.key_from {
         Some(source) => source.clone(),
@@ -119,6 +130,7 @@ fn api_choice(common: &CommonArgs, sdk: &AgentDriverSdk) -> anyhow::Result<Optio
     Ok(Some(ApiChoice {
         api,
         upstream_env,
+        public_url,
         key_from,
     }))
 }
@@ -152,7 +164,8 @@ async fn credentials(
         .or_else(|| std::env::var(choice.upstream_env).ok().filter(|url| !url.is_empty()))
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "the agent needs a model API to reach through the credential proxy\nhint: pass `--upstream http://…` (or set {}) and keep the key in `--key-from`",
+                "the agent needs a model API to reach through the credential proxy\nhint: pass `--upstream {}` (or set {}) and keep the key in `--key-from`",
+                choice.public_url,
                 choice.upstream_env
             )
         })?;
@@ -169,6 +182,7 @@ async fn credentials(
             header: header.into(),
             scheme: scheme.map(str::to_owned),
         }],
+        trust: UpstreamTrust::from_env(),
         ..CredentialBrokerConfig::default()
     })
     .await

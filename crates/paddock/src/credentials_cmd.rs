@@ -19,7 +19,7 @@ use paddock_client::control::{
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_credentials::{
     Capabilities, CredentialBroker, CredentialBrokerConfig, Grant, KeySource, LaunchEnvSpec,
-    UpstreamConfig, VendorEnv,
+    UpstreamConfig, UpstreamTrust, VendorEnv,
 };
 use paddock_process::{ChildSpec, ManagedChild};
 use rustix::process::Signal;
@@ -61,7 +61,9 @@ enum CredentialsCommand {
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The upstream API, `http://host:port[/base]`.
+    /// The upstream API, `https://host[:port][/base]` (certificates checked against Mozilla's
+    /// roots, the system store and $SSL_CERT_FILE / $SSL_CERT_DIR), or `http://` for a local
+    /// gateway.
     #[arg(long, value_name = "URL")]
     upstream: String,
     /// Where the real key is: `env:VAR` (removed from the command's environment), `file:PATH`
@@ -140,6 +142,7 @@ async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
             header: args.header.clone(),
             scheme: args.scheme.clone(),
         }],
+        trust: UpstreamTrust::from_env(),
         ..CredentialBrokerConfig::default()
     })
     .await

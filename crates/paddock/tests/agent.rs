@@ -98,6 +98,42 @@ fn agent_run_prints_the_answer_and_json_events() {
     assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY));
 }
 
+/// A real HTTPS upstream: the scripted server speaks TLS with a certificate from a CA made for
+/// the test, which the proxy trusts only because `SSL_CERT_FILE` names it.
+#[test]
+fn agent_run_reaches_an_https_upstream_trusted_through_ssl_cert_file() {
+    let mut harness = harness_with_claude();
+    let model = ScriptedModel::start_tls(vec![Turn::streamed("Forty-two, over TLS.")]).unwrap();
+    let upstream = model.base_url();
+    assert!(upstream.starts_with("https://127.0.0.1:"), "{upstream}");
+    harness.set_env("SSL_CERT_FILE", model.ca_pem_path().unwrap());
+    let run = harness
+        .run([
+            "agent",
+            "run",
+            "--backend",
+            "claude",
+            "--upstream",
+            &upstream,
+            "--key-from",
+            "env:TEST_MODEL_KEY",
+            "what is the answer?",
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    assert!(run.stdout().contains("Forty-two, over TLS."), "{run}");
+    assert!(run.stderr().contains("[c1: Completed]"), "{run}");
+    let scripted = model.scripted_requests();
+    assert_eq!(scripted.len(), 1, "{run}");
+    assert_eq!(
+        scripted[0].header("x-api-key"),
+        Some(KEY),
+        "the upstream sees the real key"
+    );
+    assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY));
+}
+
 #[test]
 fn agent_refuses_to_hand_over_the_key_and_needs_an_upstream() {
     let harness = harness_with_claude();
@@ -106,7 +142,9 @@ fn agent_refuses_to_hand_over_the_key_and_needs_an_upstream() {
         .unwrap();
     assert_eq!(no_upstream.code(), Some(1), "{no_upstream}");
     assert!(
-        no_upstream.stderr().contains("hint: pass `--upstream"),
+        no_upstream
+            .stderr()
+            .contains("hint: pass `--upstream https://api.anthropic.com`"),
         "{no_upstream}"
     );
     let leak = harness

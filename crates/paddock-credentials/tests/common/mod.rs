@@ -1,4 +1,5 @@
-//! A throwaway real upstream on 127.0.0.1 (hyper), a proxy client and raw-socket helpers.
+//! A throwaway real upstream on 127.0.0.1 (hyper; over TLS too, with HTTP/2 when its ALPN offers
+//! it), a proxy client and raw-socket helpers.
 
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
@@ -6,11 +7,12 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{HeaderMap, Request, Response};
+use http::{HeaderMap, Request, Response, Version};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper_util::client::legacy::Client;
@@ -29,6 +31,8 @@ pub const DEADLINE: Duration = Duration::from_secs(10);
 /// What the upstream received.
 #[derive(Debug, Clone)]
 pub struct Seen {
+    /// The protocol the request came over (HTTP/2 when ALPN chose it).
+    pub version: Version,
     pub method: String,
     pub target: String,
     pub headers: HeaderMap,
@@ -58,23 +62,40 @@ impl Body for ChannelBody {
 type UpstreamBody = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
 
 /// The upstream: `/sse` streams what the test sends on a stream channel, `/hang` never
-/// answers, everything else answers 200 with the request body echoed.
+/// answers, `/redirect?to=URL` answers 302 to `URL`, everything else answers 200 with the
+/// request body echoed.
 #[derive(Clone)]
 pub struct Upstream {
     pub address: SocketAddr,
+    tls: bool,
     seen: Arc<Mutex<Vec<Seen>>>,
     streams: Arc<Mutex<VecDeque<mpsc::Receiver<Bytes>>>>,
+    /// TCP connections accepted, whether or not a request followed.
+    connections: Arc<AtomicUsize>,
 }
 
 impl Upstream {
+    /// A plain HTTP/1.1 upstream.
     pub async fn start() -> Self {
+        Self::serve(None).await
+    }
+
+    /// A TLS upstream with `config`'s certificate, speaking HTTP/2 when ALPN settles on `h2`
+    /// and HTTP/1.1 otherwise.
+    pub async fn start_tls(config: Arc<rustls::ServerConfig>) -> Self {
+        Self::serve(Some(tokio_rustls::TlsAcceptor::from(config))).await
+    }
+
+    async fn serve(tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .unwrap();
         let upstream = Self {
             address: listener.local_addr().unwrap(),
+            tls: tls.is_some(),
             seen: Arc::default(),
             streams: Arc::default(),
+            connections: Arc::default(),
         };
         let server = upstream.clone();
         tokio::spawn(async move {
@@ -82,19 +103,42 @@ impl Upstream {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
+                server.connections.fetch_add(1, Ordering::SeqCst);
                 let server = server.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
                         let server = server.clone();
                         async move { Ok::<_, Infallible>(server.answer(request).await) }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let Some(acceptor) = tls else {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                        return;
+                    };
+                    // A client that rejects the certificate ends the handshake here.
+                    let Ok(stream) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    } else {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    }
                 });
             }
         });
         upstream
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     async fn answer(&self, request: Request<Incoming>) -> Response<UpstreamBody> {
@@ -112,6 +156,7 @@ impl Upstream {
             .map(ToString::to_string)
             .unwrap_or_default();
         self.seen.lock().unwrap().push(Seen {
+            version: parts.version,
             method: parts.method.to_string(),
             target: target.clone(),
             headers: parts.headers,
@@ -120,6 +165,15 @@ impl Upstream {
         });
         if target.starts_with("/hang") {
             tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        if let Some(location) = target.strip_prefix("/redirect?to=") {
+            let mut response =
+                Response::new(Full::new(Bytes::from_static(b"moved")).boxed_unsync());
+            *response.status_mut() = http::StatusCode::FOUND;
+            response
+                .headers_mut()
+                .insert("location", location.parse().unwrap());
+            return response;
         }
         if target.starts_with("/sse") {
             let receiver = self.streams.lock().unwrap().pop_front();
@@ -149,8 +203,10 @@ impl Upstream {
         self.seen.lock().unwrap().clone()
     }
 
+    /// `http://127.0.0.1:PORT`, or `https://…` for a TLS upstream.
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
     }
 }
 
@@ -172,6 +228,21 @@ pub fn upstream_config(
 pub async fn broker_for(upstreams: Vec<UpstreamConfig>) -> CredentialBroker {
     CredentialBroker::start(CredentialBrokerConfig {
         upstreams,
+        ..CredentialBrokerConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// A broker that also trusts the certificates in `pem` (a test CA), passed explicitly rather
+/// than through `SSL_CERT_FILE`, so tests in one process do not share it.
+pub async fn broker_trusting(
+    upstreams: Vec<UpstreamConfig>,
+    pem: &std::path::Path,
+) -> CredentialBroker {
+    CredentialBroker::start(CredentialBrokerConfig {
+        upstreams,
+        trust: paddock_credentials::UpstreamTrust::default().with_pem_file(pem),
         ..CredentialBrokerConfig::default()
     })
     .await
@@ -230,6 +301,19 @@ pub fn request(
     builder
         .body(Full::new(Bytes::from(body.to_owned())))
         .unwrap()
+}
+
+/// The next data frame of `body`; `None` at its end or on an error.
+pub async fn next_data(body: &mut Incoming) -> Option<Bytes> {
+    loop {
+        let frame = tokio::time::timeout(DEADLINE, body.frame())
+            .await
+            .expect("a frame within the deadline")?
+            .ok()?;
+        if let Ok(data) = frame.into_data() {
+            return Some(data);
+        }
+    }
 }
 
 /// Writes `raw` on a fresh connection to `address` and reads until the server closes (or

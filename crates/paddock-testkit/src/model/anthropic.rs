@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn answer(
-    stream: &mut TcpStream,
+    stream: &mut Wire,
     turn: &Turn,
     streaming: bool,
     index: usize,
@@ -61,7 +61,7 @@ pub(super) fn answer(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
     )?;
     let mut sent = 0usize;
-    let event = |stream: &mut TcpStream, name: &str, data: Value| -> anyhow::Result<bool> {
+    let event = |stream: &mut Wire, name: &str, data: Value| -> anyhow::Result<bool> {
         write!(stream, "event: {name}\ndata: {data}\n\n")?;
         stream.flush()?;
         Ok(true)
@@ -85,7 +85,7 @@ pub(super) fn answer(
                 for chunk in chunks {
                     if cut_after.is_some_and(|limit| sent >= limit) {
                         // Drop the connection mid-stream, as a failing upstream would.
-                        let _ = stream.shutdown(std::net::Shutdown::Both);
+                        stream.cut();
                         return Ok(());
                     }
                     if !turn.chunk_delay.is_zero() {

@@ -6,11 +6,10 @@
 //! choices, and `data: [DONE]`.
 
 use std::io::Write;
-use std::net::TcpStream;
 
 use serde_json::{Value, json};
 
-use super::{Part, Reply, Turn, respond_json};
+use super::{Part, Reply, Turn, Wire, respond_json};
 
 const MODEL: &str = "scripted-model";
 
@@ -117,7 +116,7 @@ fn chunks(parts: &[Part], id: &str) -> Vec<(Value, bool)> {
 }
 
 pub(super) fn answer(
-    stream: &mut TcpStream,
+    stream: &mut Wire,
     turn: &Turn,
     streaming: bool,
     index: usize,
@@ -145,7 +144,7 @@ pub(super) fn answer(
         if scripted {
             if cut_after.is_some_and(|limit| sent >= limit) {
                 // Drop the connection mid-stream, as a failing upstream would.
-                let _ = stream.shutdown(std::net::Shutdown::Both);
+                stream.cut();
                 return Ok(());
             }
             if !turn.chunk_delay.is_zero() {
@@ -163,6 +162,8 @@ pub(super) fn answer(
 
 #[cfg(test)]
 mod tests {
+    use std::net::TcpStream;
+
     use super::*;
 
     fn tool() -> Part {

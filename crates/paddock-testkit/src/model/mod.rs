@@ -7,10 +7,16 @@
 //! Requests are matched to turns in order, except that a turn may carry a `when` text that must
 //! appear in the request's last user message; requests no turn claims (CLIs make side requests,
 //! such as titles) get a short fallback answer. Every request is recorded for assertions.
+//!
+//! [`ScriptedModel::start_tls`] serves the same over TLS (HTTP/1.1 by ALPN) with a certificate
+//! for `localhost`, `127.0.0.1` and `::1` from a CA made for it, whose PEM file
+//! [`ScriptedModel::ca_pem_path`] names for a client's `SSL_CERT_FILE`. The server is blocking,
+//! a thread per connection, so it uses rustls's blocking stream rather than tokio-rustls.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -18,6 +24,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
+
+use crate::tls::{ALPN_HTTP1, TestCa};
 
 /// One step of a scripted reply.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +163,8 @@ struct State {
 /// The running server. Dropping it stops it.
 pub struct ScriptedModel {
     port: u16,
+    /// The CA behind the server's certificate, when it speaks TLS.
+    ca: Option<TestCa>,
     state: Arc<(Mutex<State>, Condvar)>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -170,6 +180,20 @@ impl std::fmt::Debug for ScriptedModel {
 
 impl ScriptedModel {
     pub fn start(turns: Vec<Turn>) -> anyhow::Result<Self> {
+        Self::serve(turns, None)
+    }
+
+    /// The same server over TLS: `https://127.0.0.1:PORT`, trusted through
+    /// [`Self::ca_pem_path`].
+    pub fn start_tls(turns: Vec<Turn>) -> anyhow::Result<Self> {
+        let ca = TestCa::new()?;
+        let config = ca.localhost_config(ALPN_HTTP1)?;
+        let mut model = Self::serve(turns, Some(config))?;
+        model.ca = Some(ca);
+        Ok(model)
+    }
+
+    fn serve(turns: Vec<Turn>, tls: Option<Arc<rustls::ServerConfig>>) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let state = Arc::new((
@@ -192,14 +216,16 @@ impl ScriptedModel {
                     }
                     let Ok(stream) = stream else { continue };
                     let state = state.clone();
+                    let tls = tls.clone();
                     std::thread::spawn(move || {
-                        let _ = serve(stream, &state);
+                        let _ = serve(stream, tls, &state);
                     });
                 }
             })
         };
         Ok(Self {
             port,
+            ca: None,
             state,
             stop,
             thread: Some(thread),
@@ -210,9 +236,15 @@ impl ScriptedModel {
         self.port
     }
 
-    /// The base URL for `ANTHROPIC_BASE_URL` and the like.
+    /// The base URL for `ANTHROPIC_BASE_URL` and the like: `https://` when it speaks TLS.
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.ca.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// The PEM file of the CA that signed the server's certificate (a TLS server only).
+    pub fn ca_pem_path(&self) -> Option<&Path> {
+        self.ca.as_ref().map(TestCa::pem_path)
     }
 
     /// Appends turns to the script.
@@ -342,9 +374,87 @@ fn last_user_text(body: &Value) -> String {
     }
 }
 
-fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow::Result<()> {
+/// One client connection: plain TCP, or TLS over it.
+pub(crate) enum Wire {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Wire {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Self::Plain(stream) => stream,
+            Self::Tls(stream) => stream.get_ref(),
+        }
+    }
+
+    /// Drops the connection mid-response, as a failing upstream would (over TLS too: no
+    /// `close_notify`, so the client sees a truncated stream).
+    pub(crate) fn cut(&mut self) {
+        let _ = self.socket().shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Ends the response. Streamed answers are delimited by the connection's end, and over TLS
+    /// that end only counts when `close_notify` comes first.
+    fn finish(&mut self) {
+        if let Self::Tls(stream) = self {
+            stream.conn.send_close_notify();
+            let _ = stream.flush();
+        }
+    }
+}
+
+impl Read for Wire {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(stream) => stream.read(buffer),
+            Self::Tls(stream) => stream.read(buffer),
+        }
+    }
+}
+
+impl Write for Wire {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(stream) => stream.write(bytes),
+            Self::Tls(stream) => stream.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Plain(stream) => stream.flush(),
+            Self::Tls(stream) => stream.flush(),
+        }
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    state: &Arc<(Mutex<State>, Condvar)>,
+) -> anyhow::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    // The TLS handshake happens on the first read.
+    let wire = match tls {
+        Some(config) => Wire::Tls(Box::new(rustls::StreamOwned::new(
+            rustls::ServerConnection::new(config)?,
+            stream,
+        ))),
+        None => Wire::Plain(stream),
+    };
+    let mut reader = BufReader::new(wire);
+    let answered = answer_request(&mut reader, state);
+    reader.get_mut().finish();
+    answered
+}
+
+/// Reads one request from `reader` and writes its answer to the same connection (the
+/// request is read whole before anything is written).
+fn answer_request(
+    reader: &mut BufReader<Wire>,
+    state: &Arc<(Mutex<State>, Condvar)>,
+) -> anyhow::Result<()> {
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
     let path = request_line
@@ -374,7 +484,7 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
         }
     }
     let body = if chunked {
-        read_chunked(&mut reader)?
+        read_chunked(reader)?
     } else {
         let mut body = vec![0; length.min(64 * 1024 * 1024)];
         reader.read_exact(&mut body)?;
@@ -382,13 +492,14 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
     };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path_only = path.split('?').next().unwrap_or_default();
+    let stream = reader.get_mut();
     let api = match path_only {
         "/v1/messages" => Api::Anthropic,
         "/v1/responses" => Api::Responses,
         "/v1/chat/completions" => Api::Chat,
         "/v1/models" => {
             return respond_json(
-                &mut stream,
+                stream,
                 200,
                 &json!({ "object": "list", "data": [
                     { "id": "scripted-model", "object": "model", "type": "model", "owned_by": "paddock", "created": 0, "display_name": "Scripted model" }
@@ -397,7 +508,7 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
         }
         _ => {
             return respond_json(
-                &mut stream,
+                stream,
                 404,
                 &json!({ "type": "error", "error": { "type": "not_found_error", "message": "scripted server: unknown path" } }),
             );
@@ -451,10 +562,11 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) -> anyhow:
     }
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let index = turn_index.unwrap_or(9999);
+    let stream = reader.get_mut();
     match api {
-        Api::Anthropic => anthropic::answer(&mut stream, &turn, streaming, index),
-        Api::Responses => responses::answer(&mut stream, &turn, streaming, index),
-        Api::Chat => chat::answer(&mut stream, &turn, streaming, index),
+        Api::Anthropic => anthropic::answer(stream, &turn, streaming, index),
+        Api::Responses => responses::answer(stream, &turn, streaming, index),
+        Api::Chat => chat::answer(stream, &turn, streaming, index),
     }
 }
 
@@ -511,11 +623,7 @@ fn read_chunked(reader: &mut impl BufRead) -> anyhow::Result<Vec<u8>> {
     }
 }
 
-pub(crate) fn respond_json(
-    stream: &mut TcpStream,
-    status: u16,
-    body: &Value,
-) -> anyhow::Result<()> {
+pub(crate) fn respond_json(stream: &mut Wire, status: u16, body: &Value) -> anyhow::Result<()> {
     let text = body.to_string();
     write!(
         stream,
@@ -541,3 +649,70 @@ fn reason(status: u16) -> &'static str {
 mod anthropic;
 mod chat;
 mod responses;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TLS client that trusts only `ca_pem`.
+    fn tls_client(
+        ca_pem: &Path,
+        port: u16,
+    ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+
+        let mut roots = rustls::RootCertStore::empty();
+        for certificate in CertificateDer::pem_file_iter(ca_pem).unwrap() {
+            roots.add(certificate.unwrap()).unwrap();
+        }
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        socket.set_read_timeout(Some(crate::DEADLINE)).unwrap();
+        rustls::StreamOwned::new(connection, socket)
+    }
+
+    #[test]
+    fn a_tls_server_streams_sse_and_ends_it_with_close_notify() {
+        let model = ScriptedModel::start_tls(vec![Turn::streamed("over tls").when("hi")]).unwrap();
+        assert!(model.base_url().starts_with("https://127.0.0.1:"));
+        let body = json!({ "stream": true, "messages": [{ "role": "user", "content": "hi" }] })
+            .to_string();
+        let mut stream = tls_client(model.ca_pem_path().unwrap(), model.port());
+        write!(
+            stream,
+            "POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nx-api-key: k\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // Without close_notify before the socket closes, rustls reports a truncated stream.
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert_eq!(stream.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert!(answer.contains(r#""text":"over ""#), "{answer}");
+        assert!(
+            answer
+                .trim_end()
+                .ends_with(r#"data: {"type":"message_stop"}"#),
+            "{answer}"
+        );
+        assert_eq!(model.scripted_requests()[0].header("x-api-key"), Some("k"));
+    }
+
+    #[test]
+    fn a_plain_server_has_no_ca() {
+        let model = ScriptedModel::start(Vec::new()).unwrap();
+        assert!(model.base_url().starts_with("http://127.0.0.1:"));
+        assert!(model.ca_pem_path().is_none());
+    }
+}

@@ -10,18 +10,17 @@
 //! `response.completed`; a stream that ends without it counts as a dropped connection.
 
 use std::io::Write;
-use std::net::TcpStream;
 
 use serde_json::{Value, json};
 
-use super::{Part, Reply, Turn, respond_json};
+use super::{Part, Reply, Turn, Wire, respond_json};
 
 const MODEL: &str = "scripted-model";
 const INPUT_TOKENS: u64 = 12;
 const OUTPUT_TOKENS: u64 = 7;
 
 pub(super) fn answer(
-    stream: &mut TcpStream,
+    stream: &mut Wire,
     turn: &Turn,
     streaming: bool,
     index: usize,
@@ -85,7 +84,7 @@ pub(super) fn answer(
                 for chunk in chunks {
                     if cut_after.is_some_and(|limit| sent >= limit) {
                         // Drop the connection mid-stream, as a failing upstream would.
-                        let _ = events.stream.shutdown(std::net::Shutdown::Both);
+                        events.stream.cut();
                         return Ok(());
                     }
                     if !turn.chunk_delay.is_zero() {
@@ -143,7 +142,7 @@ pub(super) fn answer(
 
 /// Writes numbered SSE events; the event name is repeated as the data's `type`.
 struct Events<'a> {
-    stream: &'a mut TcpStream,
+    stream: &'a mut Wire,
     sequence: u64,
 }
 
@@ -220,6 +219,7 @@ fn response(id: &str, status: &str, output: &[Value]) -> Value {
 #[cfg(test)]
 mod tests {
     use std::io::Read;
+    use std::net::TcpStream;
     use std::time::Duration;
 
     use super::super::{ScriptedModel, Turn};
