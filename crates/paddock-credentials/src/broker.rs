@@ -18,7 +18,7 @@ use tracing::{debug, warn};
 
 use crate::capability::Capabilities;
 use crate::client;
-use crate::config::{CredentialBrokerConfig, Upstream, Validated};
+use crate::config::{CredentialBrokerConfig, Upstream, UpstreamConfig, Validated};
 use crate::error::CredentialError;
 use crate::proxy;
 
@@ -97,12 +97,24 @@ struct Registry {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: Validated,
-    pub client: client::UpstreamClient,
+    /// Replaced once, when the first `https://` upstream is added after a start without one
+    /// (the trusted roots are loaded then).
+    client: RwLock<client::UpstreamClient>,
+    /// Held while the roots load, so two additions load them once.
+    tls_loaded: tokio::sync::Mutex<bool>,
     pub shutdown: CancellationToken,
     registry: RwLock<Registry>,
 }
 
 impl Shared {
+    /// The pooled upstream client (cheap to clone).
+    pub fn client(&self) -> client::UpstreamClient {
+        self.client
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The live entry for a presented voucher, if any.
     ///
     /// Only SHA-256 digests are stored. The map lookup's timing depends on the digest of the
@@ -127,8 +139,25 @@ pub struct CredentialBroker {
 
 /// Stops the listeners when the last broker handle goes.
 struct Running {
-    listeners: Vec<(String, SocketAddr)>,
+    listeners: RwLock<Vec<Listener>>,
     shutdown: CancellationToken,
+}
+
+/// One upstream's loopback listener.
+#[derive(Debug)]
+struct Listener {
+    upstream: Arc<Upstream>,
+    address: SocketAddr,
+    /// A child of the broker's shutdown: cancelled when the upstream is removed.
+    stop: CancellationToken,
+}
+
+impl Running {
+    fn listeners(&self) -> std::sync::RwLockReadGuard<'_, Vec<Listener>> {
+        self.listeners
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Drop for Running {
@@ -139,8 +168,14 @@ impl Drop for Running {
 
 impl fmt::Debug for CredentialBroker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let listeners: Vec<(String, SocketAddr)> = self
+            .running
+            .listeners()
+            .iter()
+            .map(|listener| (listener.upstream.name.clone(), listener.address))
+            .collect();
         f.debug_struct("CredentialBroker")
-            .field("listeners", &self.running.listeners)
+            .field("listeners", &listeners)
             .finish_non_exhaustive()
     }
 }
@@ -151,71 +186,154 @@ impl CredentialBroker {
     /// upstream is `https://`, the trusted roots are loaded first (on a blocking thread), and
     /// an unreadable extra bundle fails the start.
     pub async fn start(config: CredentialBrokerConfig) -> Result<Self, CredentialError> {
-        let config = config.validate()?;
+        let initial = config.upstreams.clone();
+        // Validating the whole configuration first refuses a bad one before anything binds.
+        let mut validated = config.validate()?;
+        let needs_tls = validated.needs_tls();
+        validated.upstreams.clear();
+        let tls = load_tls(&validated.trust, needs_tls).await?;
+        let client = client::upstream_client(&validated.timeouts, tls);
         let shutdown = CancellationToken::new();
-        let tls = if config.needs_tls() {
-            let trust = config.trust.clone();
-            tokio::task::spawn_blocking(move || crate::tls::client_config(&trust, true))
-                .await
-                .map_err(|error| CredentialError::Tls(error.to_string()))??
-        } else {
-            crate::tls::client_config(&config.trust, false)?
-        };
-        let client = client::upstream_client(&config.timeouts, tls);
         let shared = Arc::new(Shared {
-            config,
-            client,
+            config: validated,
+            client: RwLock::new(client),
+            tls_loaded: tokio::sync::Mutex::new(needs_tls),
             shutdown: shutdown.clone(),
             registry: RwLock::new(Registry::default()),
         });
         // Dropped on an early return, this cancels the listeners already started.
-        let mut running = Running {
-            listeners: Vec::new(),
-            shutdown,
-        };
-        for upstream in &shared.config.upstreams {
-            let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-                .await
-                .map_err(|source| CredentialError::Bind {
-                    upstream: upstream.name.clone(),
-                    source,
-                })?;
-            let address = listener
-                .local_addr()
-                .map_err(|source| CredentialError::Bind {
-                    upstream: upstream.name.clone(),
-                    source,
-                })?;
-            debug!(upstream = %upstream.name, %address, "credential proxy listening");
-            running.listeners.push((upstream.name.clone(), address));
-            tokio::spawn(proxy::serve(
-                listener,
-                shared.clone(),
-                upstream.clone(),
-                address.port(),
-            ));
-        }
-        Ok(Self {
+        let broker = Self {
             shared,
-            running: Arc::new(running),
-        })
+            running: Arc::new(Running {
+                listeners: RwLock::new(Vec::new()),
+                shutdown,
+            }),
+        };
+        for upstream in initial {
+            broker.add_upstream(upstream).await?;
+        }
+        Ok(broker)
+    }
+
+    /// Adds an upstream while the broker runs and starts its loopback listener; returns the
+    /// listener's `http://127.0.0.1:<port>`. A host adds one per launch when a key is handed
+    /// over for that launch only, and removes it with [`Self::remove_upstream`] when the
+    /// launch ends. The first `https://` upstream loads the trusted roots (on a blocking
+    /// thread) if the start did not.
+    pub async fn add_upstream(&self, config: UpstreamConfig) -> Result<String, CredentialError> {
+        if self.shared.shutdown.is_cancelled() {
+            return Err(CredentialError::ShutDown);
+        }
+        let upstream = Arc::new(crate::config::validate_upstream(config)?);
+        if self.upstream(&upstream.name).is_ok() {
+            return Err(CredentialError::DuplicateUpstream {
+                name: upstream.name.clone(),
+            });
+        }
+        if upstream.url_scheme == http::uri::Scheme::HTTPS {
+            let mut loaded = self.shared.tls_loaded.lock().await;
+            if !*loaded {
+                let tls = load_tls(&self.shared.config.trust, true).await?;
+                *self
+                    .shared
+                    .client
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    client::upstream_client(&self.shared.config.timeouts, tls);
+                *loaded = true;
+            }
+        }
+        let bind_error = |source| CredentialError::Bind {
+            upstream: upstream.name.clone(),
+            source,
+        };
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(bind_error)?;
+        let address = listener.local_addr().map_err(bind_error)?;
+        let stop = self.running.shutdown.child_token();
+        {
+            let mut listeners = self
+                .running
+                .listeners
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            if listeners
+                .iter()
+                .any(|known| known.upstream.name == upstream.name)
+            {
+                return Err(CredentialError::DuplicateUpstream {
+                    name: upstream.name.clone(),
+                });
+            }
+            listeners.push(Listener {
+                upstream: upstream.clone(),
+                address,
+                stop: stop.clone(),
+            });
+        }
+        debug!(upstream = %upstream.name, %address, "credential proxy listening");
+        tokio::spawn(proxy::serve(
+            listener,
+            self.shared.clone(),
+            upstream,
+            address.port(),
+            stop,
+        ));
+        Ok(format!("http://{address}"))
+    }
+
+    /// Removes upstream `name`: revokes every voucher granted anything on it (their open
+    /// streams are cut) and closes its listener. Returns the revoked vouchers.
+    pub fn remove_upstream(&self, name: &str) -> Result<Vec<VoucherInfo>, CredentialError> {
+        let removed = {
+            let mut listeners = self
+                .running
+                .listeners
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let index = listeners
+                .iter()
+                .position(|listener| listener.upstream.name == name)
+                .ok_or_else(|| CredentialError::UnknownUpstream {
+                    name: name.to_owned(),
+                    known: known_list(&listeners),
+                })?;
+            listeners.remove(index)
+        };
+        removed.stop.cancel();
+        let ids: Vec<String> = {
+            let registry = self
+                .shared
+                .registry
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            registry
+                .by_digest
+                .values()
+                .filter(|entry| entry.capabilities.covers_upstream(name))
+                .map(|entry| entry.id.clone())
+                .collect()
+        };
+        debug!(upstream = %name, vouchers = ids.len(), "upstream removed");
+        Ok(ids.iter().filter_map(|id| self.revoke(id).ok()).collect())
     }
 
     /// `http://127.0.0.1:<port>` of the listener for `upstream`.
     pub fn proxy_url(&self, upstream: &str) -> Option<String> {
         self.running
-            .listeners
+            .listeners()
             .iter()
-            .find(|(name, _)| name == upstream)
-            .map(|(_, address)| format!("http://{address}"))
+            .find(|listener| listener.upstream.name == upstream)
+            .map(|listener| format!("http://{}", listener.address))
     }
 
     /// The configured upstream names, in configuration order.
     pub fn upstreams(&self) -> Vec<String> {
         self.running
-            .listeners
+            .listeners()
             .iter()
-            .map(|(name, _)| name.clone())
+            .map(|listener| listener.upstream.name.clone())
             .collect()
     }
 
@@ -396,15 +514,15 @@ impl CredentialBroker {
         Ok(env)
     }
 
-    fn upstream(&self, name: &str) -> Result<&Arc<Upstream>, CredentialError> {
-        self.shared
-            .config
-            .upstreams
+    fn upstream(&self, name: &str) -> Result<Arc<Upstream>, CredentialError> {
+        let listeners = self.running.listeners();
+        listeners
             .iter()
-            .find(|upstream| upstream.name == name)
+            .find(|listener| listener.upstream.name == name)
+            .map(|listener| listener.upstream.clone())
             .ok_or_else(|| CredentialError::UnknownUpstream {
                 name: name.to_owned(),
-                known: known_list(&self.shared.config.upstreams),
+                known: known_list(&listeners),
             })
     }
 
@@ -434,13 +552,27 @@ impl CredentialBroker {
     }
 }
 
-fn known_list(upstreams: &[Arc<Upstream>]) -> String {
-    if upstreams.is_empty() {
+/// The rustls configuration, loading the trusted roots on a blocking thread when `load`.
+async fn load_tls(
+    trust: &crate::tls::UpstreamTrust,
+    load: bool,
+) -> Result<rustls::ClientConfig, CredentialError> {
+    if !load {
+        return crate::tls::client_config(trust, false);
+    }
+    let trust = trust.clone();
+    tokio::task::spawn_blocking(move || crate::tls::client_config(&trust, true))
+        .await
+        .map_err(|error| CredentialError::Tls(error.to_string()))?
+}
+
+fn known_list(listeners: &[Listener]) -> String {
+    if listeners.is_empty() {
         return "none".to_owned();
     }
-    upstreams
+    listeners
         .iter()
-        .map(|upstream| format!("`{}`", upstream.name))
+        .map(|listener| format!("`{}`", listener.upstream.name))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -186,7 +186,7 @@ pub(crate) fn check_upstream_name(name: &str) -> Result<(), CredentialError> {
     }
 }
 
-fn validate_upstream(config: UpstreamConfig) -> Result<Upstream, CredentialError> {
+pub(crate) fn validate_upstream(config: UpstreamConfig) -> Result<Upstream, CredentialError> {
     check_upstream_name(&config.name)?;
     let invalid = |reason: String| CredentialError::InvalidUpstream {
         name: config.name.clone(),

@@ -17,7 +17,7 @@ use http_body_util::BodyExt as _;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use tokio::net::TcpListener;
-use tokio_util::sync::WaitForCancellationFutureOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tracing::debug;
 
 use crate::broker::{Entry, Shared};
@@ -46,6 +46,7 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     upstream: Arc<Upstream>,
     port: u16,
+    stop: CancellationToken,
 ) {
     let limits = ConnectionLimits {
         header_read_timeout: shared.config.timeouts.request_head,
@@ -55,7 +56,7 @@ pub(crate) async fn serve(
         ..ConnectionLimits::default()
     };
     let name = format!("credential proxy for upstream `{}`", upstream.name);
-    let shutdown = shared.shutdown.clone().cancelled_owned();
+    let shutdown = stop.cancelled_owned();
     let handler = ProxyHandler {
         shared,
         upstream,
@@ -207,7 +208,7 @@ async fn forward(
                 "invalid local agent proxy token: the voucher was revoked",
             );
         }
-        sent = tokio::time::timeout(timeouts.response_head, shared.client.request(outgoing)) => sent,
+        sent = tokio::time::timeout(timeouts.response_head, shared.client().request(outgoing)) => sent,
     };
     let response = match sent {
         Ok(Ok(response)) => response,

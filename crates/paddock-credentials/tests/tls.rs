@@ -393,3 +393,81 @@ async fn an_unreadable_extra_bundle_fails_the_start_and_names_its_path() {
     // The roots are read only when some upstream needs them.
     assert!(start("http://127.0.0.1:9").await.is_ok());
 }
+
+/// A host adds an upstream per launch while the broker runs (a key handed over for one launch
+/// only): the first `https://` one loads the roots then, the launch's voucher works through it,
+/// and removing it revokes that voucher and closes its listener.
+#[tokio::test]
+async fn an_https_upstream_added_at_run_time_works_and_its_removal_revokes_its_vouchers() {
+    let ca = TestCa::new().unwrap();
+    let upstream = Upstream::start_tls(ca.localhost_config(ALPN_HTTP1).unwrap()).await;
+    let broker = broker_trusting(Vec::new(), ca.pem_path()).await;
+    assert!(broker.upstreams().is_empty());
+    let proxy = broker
+        .add_upstream(upstream_config(
+            "launch-key",
+            &upstream.url(),
+            "x-api-key",
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        broker.proxy_url("launch-key").as_deref(),
+        Some(proxy.as_str())
+    );
+    let duplicate = broker
+        .add_upstream(upstream_config(
+            "launch-key",
+            &upstream.url(),
+            "x-api-key",
+            None,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        duplicate.to_string(),
+        "upstream `launch-key` is configured twice; give each upstream its own name"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let voucher = broker
+        .mint_for_launch(
+            "launch-1",
+            caps("launch-key", &["POST /v1/messages"]),
+            dir.path(),
+        )
+        .unwrap();
+    let (status, _, body) = send(
+        &client(),
+        "POST",
+        &format!("{proxy}/v1/messages"),
+        &[("x-api-key", voucher.expose_secret())],
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(header(&upstream.seen()[0], "x-api-key"), vec![KEY]);
+
+    let revoked = broker.remove_upstream("launch-key").unwrap();
+    assert_eq!(revoked.len(), 1);
+    assert_eq!(revoked[0].id, voucher.id);
+    assert!(broker.list().is_empty());
+    assert!(broker.proxy_url("launch-key").is_none());
+    assert!(!voucher.file.exists(), "the revoked voucher's file is gone");
+    let address = proxy.trim_start_matches("http://").to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(&address).await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the removed upstream's listener still accepts"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        broker
+            .remove_upstream("launch-key")
+            .unwrap_err()
+            .to_string(),
+        "unknown upstream `launch-key`; configured upstreams: none"
+    );
+}
