@@ -20,6 +20,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
+use crate::agents::{AgentsHost, CursorItem};
 use crate::subsystem::BoxFuture;
 
 /// The control methods, typed as `paddock_client::control` defines them. The daemon's
@@ -81,6 +82,8 @@ pub trait ControlHandler: Send + Sync + 'static {
         &self,
         params: PiiTextParams,
     ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>>;
+    /// The hosted agents (`agents/*`).
+    fn agents(&self) -> &AgentsHost;
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -248,6 +251,23 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
             ControlCall::PiiDelete(params) => answer(id, handler.pii_delete(params).await),
             ControlCall::PiiTest(params) => answer(id, handler.pii_test(params).await),
             ControlCall::PiiRedact(params) => answer(id, handler.pii_redact(params).await),
+            ControlCall::AgentsOpen(params) => answer(id, handler.agents().open(*params).await),
+            ControlCall::AgentsSend(params) => answer(id, handler.agents().send(params).await),
+            ControlCall::AgentsInterrupt(params) => {
+                answer(id, handler.agents().interrupt(params).await)
+            }
+            ControlCall::AgentsStop(params) => answer(id, handler.agents().stop(params).await),
+            ControlCall::AgentsSnapshot(params) => {
+                answer(id, handler.agents().snapshot(params).await)
+            }
+            ControlCall::AgentsList => answer(id, Ok(handler.agents().list().await)),
+            ControlCall::AgentsEvents(params) => match handler.agents().follow(&params) {
+                Err(error) => error_response(id, error),
+                Ok(cursor) => match stream_events(id, &mut reader, &mut writer, cursor).await {
+                    Some(closed) => answer(id, Ok(closed)),
+                    None => return,
+                },
+            },
             ControlCall::McpConnect(params) => {
                 if let Err(error) = handler.check_mcp_session(&params) {
                     let _ = write_frame(&mut writer, &error_response(id, error)).await;
@@ -272,6 +292,38 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
     }
 }
 
+/// Writes a session's events as `event` frames until it has closed and every event was
+/// written; returns the close for the answer, or `None` when the client went away (it sends
+/// nothing while it follows: any frame or the end of its stream ends the follow).
+async fn stream_events(
+    id: Option<u64>,
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+    mut cursor: crate::agents::EventCursor,
+) -> Option<paddock_client::control::AgentsClosed> {
+    loop {
+        let item = tokio::select! {
+            item = cursor.next() => item,
+            _ = read_frame(reader) => return None,
+        };
+        match item {
+            CursorItem::Closed(closed) => return Some(closed),
+            CursorItem::Event(frame) => {
+                let frame = ControlResponse {
+                    id,
+                    result: None,
+                    error: None,
+                    progress: None,
+                    event: serde_json::to_value(frame).ok(),
+                };
+                if write_frame(writer, &frame).await.is_err() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 /// Runs `work`, writing each progress message as an interim frame; `None` when the client is
 /// gone.
 async fn with_progress<T>(
@@ -285,6 +337,7 @@ async fn with_progress<T>(
         result: None,
         error: None,
         progress: Some(message),
+        event: None,
     };
     let outcome = loop {
         tokio::select! {
@@ -313,6 +366,7 @@ fn answer<T: Serialize>(id: Option<u64>, outcome: Result<T, ControlError>) -> Co
             result: Some(result),
             error: None,
             progress: None,
+            event: None,
         },
         Err(error) => error_response(id, error),
     }
@@ -324,5 +378,6 @@ fn error_response(id: Option<u64>, error: ControlError) -> ControlResponse {
         result: None,
         error: Some(error),
         progress: None,
+        event: None,
     }
 }

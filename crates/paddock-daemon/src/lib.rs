@@ -2,6 +2,7 @@
 //! record and the token file, and the orderly shutdown. Subsystems (device pool, agents, …)
 //! plug in through [`Subsystem`].
 
+pub mod agents;
 pub mod control;
 pub mod credentials;
 pub mod devices;

@@ -9,7 +9,9 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use paddock_client::control::{DaemonState, StatusResult};
 use paddock_client::{ClientEnv, DaemonPaths, PidRecord, SecretString};
-use paddock_credentials::{CredentialBroker, CredentialBrokerConfig};
+use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamTrust};
+
+use crate::agents::AgentsHost;
 use paddock_ingress::{BoundIngress, IngressConfig};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
@@ -184,11 +186,20 @@ pub async fn run(
     };
     let started = Instant::now();
     let (mcp, pool) = build_mcp(&config, &paths, started)?;
-    // No upstreams yet, so it listens nowhere; it exists so vouchers have one owner. Created
-    // before the subsystems so that an agent subsystem can be handed a clone to mint with.
-    let credentials = CredentialBroker::start(CredentialBrokerConfig::default())
-        .await
-        .context("could not start the credential broker")?;
+    // The one broker: the agents subsystem adds an upstream per launch (it listens nowhere
+    // until then) and mints every launch's voucher here.
+    let credentials = CredentialBroker::start(CredentialBrokerConfig {
+        trust: UpstreamTrust::default().with_env(|name| config.env.var(name).cloned()),
+        ..CredentialBrokerConfig::default()
+    })
+    .await
+    .context("could not start the credential broker")?;
+    let agents = AgentsHost::new(
+        credentials.clone(),
+        &paths.state_dir,
+        std::env::current_exe().ok(),
+    )
+    .map_err(|error| anyhow::anyhow!("{error}"))?;
     // Reads no pipeline yet: each bot's file is loaded on first use, so a bad file is that
     // bot's error and never stops the daemon.
     let pii = PiiHost::open(&paths.state_dir);
@@ -244,6 +255,7 @@ pub async fn run(
         mcp: mcp.clone(),
         credentials: credentials.clone(),
         pii,
+        agents: agents.clone(),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(
@@ -312,6 +324,7 @@ pub async fn run(
     if !matches!(outcome, RunOutcome::StartupFailed(_)) {
         state_tx.send_replace(DaemonState::ShuttingDown);
     }
+    agents.shutdown().await;
     for subsystem in subsystems.iter().rev() {
         subsystem.shutdown().await;
     }

@@ -1,6 +1,7 @@
 //! The control methods, each handed to the subsystem that owns it: `daemon/*` to the daemon's
 //! own facts, `devices/*` to [`crate::devices`], `credentials/*` to [`crate::credentials`],
-//! `pii/*` to [`crate::pii`], `mcp/connect` to [`crate::mcp`]. Nothing here holds logic of its
+//! `pii/*` to [`crate::pii`], `agents/*` to [`crate::agents`], `mcp/connect` to
+//! [`crate::mcp`]. Nothing here holds logic of its
 //! own; `control.rs` decodes and encodes, the subsystems answer.
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tokio::io::BufReader;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
 
+use crate::agents::AgentsHost;
 use crate::control::ControlHandler;
 use crate::mcp::McpHost;
 use crate::pii::PiiHost;
@@ -40,10 +42,13 @@ pub struct ControlServices {
     pub daemon: DaemonFacts,
     pub pool: Pool,
     pub mcp: Arc<McpHost>,
-    /// Mints nothing by itself: the agent driver mints a voucher per launch.
+    /// The agents subsystem's broker (the same one): `credentials/*` lists and revokes its
+    /// vouchers.
     pub credentials: CredentialBroker,
     /// Every bot's PII pipeline on this machine.
     pub pii: PiiHost,
+    /// The hosted agents; they mint from `credentials`.
+    pub agents: AgentsHost,
 }
 
 impl std::fmt::Debug for ControlServices {
@@ -157,5 +162,9 @@ impl ControlHandler for ControlServices {
     ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>> {
         let pii = self.pii.clone();
         Box::pin(async move { pii.redact(params).await })
+    }
+
+    fn agents(&self) -> &AgentsHost {
+        &self.agents
     }
 }

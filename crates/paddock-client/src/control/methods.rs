@@ -66,6 +66,31 @@ pub enum ControlCall {
     /// Runs a bot's pipeline over a text ([`PiiRedactResult`]).
     #[serde(rename = "pii/redact")]
     PiiRedact(PiiTextParams),
+    /// Launches an agent CLI hosted by the daemon ([`AgentsOpenResult`]); it outlives the
+    /// connection that asked for it.
+    #[serde(rename = "agents/open")]
+    AgentsOpen(Box<AgentsOpenParams>),
+    /// Sends a message to a hosted agent: accepted, queued behind the running turn, or
+    /// rejected ([`AgentsSendResult`]).
+    #[serde(rename = "agents/send")]
+    AgentsSend(AgentsSendParams),
+    /// Interrupts a hosted agent's running turn.
+    #[serde(rename = "agents/interrupt")]
+    AgentsInterrupt(AgentsSessionParams),
+    /// Stops a hosted agent through the contract (bounded; the process group is killed after
+    /// the grace period) and reports how it closed ([`AgentsClosed`]).
+    #[serde(rename = "agents/stop")]
+    AgentsStop(AgentsStopParams),
+    /// One hosted agent's state ([`AgentSummary`]).
+    #[serde(rename = "agents/snapshot")]
+    AgentsSnapshot(AgentsSessionParams),
+    /// Every hosted agent of this daemon run, running or recently closed.
+    #[serde(rename = "agents/list")]
+    AgentsList,
+    /// Streams a hosted agent's events from sequence number `from` as `event` frames; the
+    /// answer comes when the session has closed and every event was sent ([`AgentsClosed`]).
+    #[serde(rename = "agents/events")]
+    AgentsEvents(AgentsEventsParams),
 }
 
 impl ControlCall {
@@ -85,6 +110,13 @@ impl ControlCall {
             Self::PiiDelete(_) => PiiDelete::NAME,
             Self::PiiTest(_) => PiiTest::NAME,
             Self::PiiRedact(_) => PiiRedact::NAME,
+            Self::AgentsOpen(_) => AgentsOpen::NAME,
+            Self::AgentsSend(_) => AgentsSend::NAME,
+            Self::AgentsInterrupt(_) => AgentsInterrupt::NAME,
+            Self::AgentsStop(_) => AgentsStop::NAME,
+            Self::AgentsSnapshot(_) => AgentsSnapshot::NAME,
+            Self::AgentsList => AgentsList::NAME,
+            Self::AgentsEvents(_) => AgentsEvents::NAME,
         }
     }
 }
@@ -138,6 +170,20 @@ methods! {
     PiiTest = "pii/test", (PiiTextParams) -> PiiRedactResult, ControlCall::PiiTest;
     /// `pii/redact`.
     PiiRedact = "pii/redact", (PiiTextParams) -> PiiRedactResult, ControlCall::PiiRedact;
+    /// `agents/open`.
+    AgentsOpen = "agents/open", (AgentsOpenParams) -> AgentsOpenResult, |params| ControlCall::AgentsOpen(Box::new(params));
+    /// `agents/send`.
+    AgentsSend = "agents/send", (AgentsSendParams) -> AgentsSendResult, ControlCall::AgentsSend;
+    /// `agents/interrupt`.
+    AgentsInterrupt = "agents/interrupt", (AgentsSessionParams) -> AgentSummary, ControlCall::AgentsInterrupt;
+    /// `agents/stop`.
+    AgentsStop = "agents/stop", (AgentsStopParams) -> AgentsClosed, ControlCall::AgentsStop;
+    /// `agents/snapshot`.
+    AgentsSnapshot = "agents/snapshot", (AgentsSessionParams) -> AgentSummary, ControlCall::AgentsSnapshot;
+    /// `agents/list`.
+    AgentsList = "agents/list", (()) -> AgentsListResult, |()| ControlCall::AgentsList;
+    /// `agents/events`.
+    AgentsEvents = "agents/events", (AgentsEventsParams) -> AgentsClosed, ControlCall::AgentsEvents;
 }
 
 /// A failure on the control socket: a code a program can branch on and a message for people.
@@ -442,4 +488,184 @@ pub enum PiiFilterKind {
 pub struct PiiRedactResult {
     pub text: String,
     pub triggered_filters: Vec<String>,
+}
+
+/// `agents/open`: what to launch, where, and how it reaches its model API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentsOpenParams {
+    /// `claude`, `codex`, `opencode`, `pi` or `cursor`.
+    pub backend: String,
+    /// The working directory (absolute).
+    pub cwd: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `default`, `acceptEdits`, `plan` or `bypassPermissions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Markdown instructions given at launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Environment for this launch (above the daemon's layer). Never a key: the agent gets a
+    /// voucher.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+    /// The bot this session works for (default `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot: Option<String>,
+    /// How permission requests are answered while nobody is attached: `deny` (default) or
+    /// `allow`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<String>,
+    /// The model upstream for this launch; absent, the daemon resolves one from its own
+    /// configuration and environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<AgentUpstream>,
+    /// The first message, admitted as command `c1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<SensitiveText>,
+}
+
+/// A model upstream as the caller resolved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentUpstream {
+    /// `https://…` (or `http://` for a local gateway), with an optional base path.
+    pub url: String,
+    /// The header that carries the key upstream: `x-api-key`, `authorization`, …
+    pub header: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+    pub key: AgentKey,
+}
+
+/// Where the daemon gets the real key for one launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum AgentKey {
+    /// A source the daemon reads itself: `file:PATH` or `keychain:SERVICE`.
+    Source(String),
+    /// The key itself, handed over from the caller's environment for this launch only: it
+    /// lives in the daemon's memory until the session closes and is never written anywhere.
+    Value(SensitiveText),
+}
+
+/// `agents/open`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsOpenResult {
+    pub session: AgentSummary,
+    /// The first message's receipt, when a prompt was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<AgentsSendResult>,
+}
+
+/// Names a hosted session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentsSessionParams {
+    pub id: String,
+}
+
+/// `agents/send`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentsSendParams {
+    pub id: String,
+    pub text: SensitiveText,
+}
+
+/// A message's receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsSendResult {
+    /// The command id events refer to (`c1`, `c2`, …).
+    pub command_id: String,
+    /// `accepted`, `queued` or `rejected`.
+    pub receipt: String,
+    /// For `queued`: 1 is next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    /// For `rejected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `agents/stop`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentsStopParams {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Grace before the process group is killed (default 10 000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force_after_ms: Option<u64>,
+}
+
+/// `agents/events`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentsEventsParams {
+    pub id: String,
+    /// The first sequence number wanted (events are numbered from 1); 0 or 1 replays all.
+    #[serde(default)]
+    pub from: u64,
+}
+
+/// One event of a hosted session, as an `event` frame of `agents/events` carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEventFrame {
+    /// 1, 2, 3 … per session, without gaps.
+    pub seq: u64,
+    /// The contract's event: `{"type":"assistant_text_delta","text":"…"}` and the like.
+    pub event: serde_json::Value,
+}
+
+/// A hosted session as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSummary {
+    pub id: String,
+    pub backend: String,
+    pub bot: String,
+    /// `ready`, `idle`, `busy`, `stopping` or `closed`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_command: Option<String>,
+    pub queued: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub cwd: PathBuf,
+    /// The launch's voucher id (`v-…`), while it is live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voucher: Option<String>,
+    /// The highest event sequence number so far.
+    pub last_seq: u64,
+    pub started_at_unix_ms: u64,
+}
+
+/// `agents/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsListResult {
+    pub sessions: Vec<AgentSummary>,
+}
+
+/// How a hosted session closed (`agents/stop`, and `agents/events` at the end).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsClosed {
+    pub id: String,
+    /// `stopped`, `crashed` or `daemon_shutdown`.
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub forced: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Commands that never ran.
+    pub failed_commands: Vec<String>,
+    pub last_seq: u64,
 }

@@ -40,6 +40,9 @@ pub struct ControlResponse {
     /// An interim progress message for a long request; the final answer follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
+    /// An interim event of a stream (`agents/events`); the final answer follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Value>,
 }
 
 /// Errors of a control-socket client.
@@ -172,7 +175,23 @@ impl ControlClient {
         timeout: Duration,
         progress: impl FnMut(&str),
     ) -> Result<M::Output, ControlClientError> {
-        let value = self.exchange(M::call(params), timeout, progress).await?;
+        let value = self
+            .exchange(M::call(params), Some(timeout), progress, |_| {})
+            .await?;
+        serde_json::from_value(value).map_err(ControlClientError::Malformed)
+    }
+
+    /// Calls a streaming method (`agents/events`): each `event` frame goes to `on_event` as it
+    /// arrives, and the typed answer ends the stream. There is no deadline: the stream lasts as
+    /// long as what it follows; drop the client to stop following.
+    pub async fn stream<M: Method>(
+        &mut self,
+        params: M::Params,
+        on_event: impl FnMut(Value),
+    ) -> Result<M::Output, ControlClientError> {
+        let value = self
+            .exchange(M::call(params), None, |_| {}, on_event)
+            .await?;
         serde_json::from_value(value).map_err(ControlClientError::Malformed)
     }
 
@@ -180,8 +199,9 @@ impl ControlClient {
     async fn exchange(
         &mut self,
         call: ControlCall,
-        timeout: Duration,
+        timeout: Option<Duration>,
         mut progress: impl FnMut(&str),
+        mut on_event: impl FnMut(Value),
     ) -> Result<Value, ControlClientError> {
         let id = self.next_id;
         self.next_id += 1;
@@ -201,6 +221,10 @@ impl ControlClient {
                     progress(message);
                     continue;
                 }
+                if let Some(event) = response.event {
+                    on_event(event);
+                    continue;
+                }
                 return match (response.result, response.error) {
                     (_, Some(error)) => Err(ControlClientError::Remote(error)),
                     (Some(result), None) => Ok(result),
@@ -208,9 +232,12 @@ impl ControlClient {
                 };
             }
         };
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| ControlClientError::TimedOut(timeout))?
+        match timeout {
+            Some(timeout) => tokio::time::timeout(timeout, exchange)
+                .await
+                .map_err(|_| ControlClientError::TimedOut(timeout))?,
+            None => exchange.await,
+        }
     }
 
     pub async fn status(&mut self, timeout: Duration) -> Result<StatusResult, ControlClientError> {

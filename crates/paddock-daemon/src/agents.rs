@@ -1,0 +1,741 @@
+//! The agents subsystem: coding-agent CLIs hosted by the daemon. It owns the daemon's one
+//! credential broker (every launch's voucher is minted there, so `credentials/list` shows it),
+//! opens sessions through `paddock-agents`, numbers each session's events and keeps them so a
+//! client can re-attach from any sequence number, and answers the `agents/*` control methods.
+//! Sessions outlive the connection that opened them and end with the daemon: at shutdown each
+//! is stopped through the contract, bounded.
+//!
+//! Each launch reaches its model API through an upstream of its own on the broker, holding the
+//! key for that launch only (handed over by the caller, or read by the daemon from a file or
+//! the keychain); the upstream and its key are dropped when the session closes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use paddock_agents::{
+    AgentConfig, AgentDriverSdk, AgentEvent, BackendId, BrokerCredentials, CloseReason,
+    ClosedFacts, Command, HostConfig, Launch, Mode, Model, ModelApi, OpenRequest,
+    PermissionDecision, Receipt, Session, SessionState, StopRequest, TurnOutcome,
+};
+use paddock_client::control::{
+    AgentEventFrame, AgentKey, AgentSummary, AgentsClosed, AgentsEventsParams, AgentsListResult,
+    AgentsOpenParams, AgentsOpenResult, AgentsSendParams, AgentsSendResult, AgentsSessionParams,
+    AgentsStopParams, ControlError, ErrorCode,
+};
+use paddock_credentials::{CredentialBroker, KeySource, UpstreamConfig};
+use paddock_secrets::SecretString;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+/// Events kept per session for re-attaching; older ones are dropped (and a client asking for
+/// them is told how many it missed).
+const MAX_KEPT_EVENTS: usize = 20_000;
+/// Closed sessions kept for `agents/list`, `agents/snapshot` and `agents/events`.
+const MAX_CLOSED_KEPT: usize = 64;
+/// How long a stop waits for the CLI before its process group is killed, by default.
+const DEFAULT_FORCE_AFTER: Duration = Duration::from_secs(10);
+/// How long a daemon shutdown waits for its agents, each stopped with a shorter grace.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The daemon's hosted agents. Cheap to clone.
+#[derive(Clone)]
+pub struct AgentsHost {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AgentsHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentsHost")
+            .field("boot", &self.inner.boot)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    broker: CredentialBroker,
+    host: HostConfig,
+    /// Part of every session id: an id from an earlier daemon run is recognised as such.
+    boot: String,
+    next: AtomicU64,
+    sessions: Mutex<BTreeMap<String, Arc<Hosted>>>,
+    shutting_down: AtomicBool,
+}
+
+/// One hosted session.
+struct Hosted {
+    id: String,
+    backend: BackendId,
+    bot: String,
+    cwd: PathBuf,
+    started_at_unix_ms: u64,
+    session: Session,
+    /// The broker upstream holding this launch's key, if its API needs one.
+    upstream: Option<String>,
+    /// Whether the first command was admitted (`start`), so later ones are `send`s.
+    started: AtomicBool,
+    next_command: AtomicU64,
+    log: Mutex<EventLog>,
+    /// The highest sequence number; changes wake followers.
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct EventLog {
+    /// The sequence number of `events[0]`.
+    first_seq: u64,
+    events: std::collections::VecDeque<Value>,
+    last_seq: u64,
+    closed: Option<AgentsClosed>,
+}
+
+impl AgentsHost {
+    /// Agents launched under `<state_dir>/agents/`, minting with `broker`. `paddock_command`
+    /// is the executable put on PATH inside every session.
+    pub fn new(
+        broker: CredentialBroker,
+        state_dir: &std::path::Path,
+        paddock_command: Option<PathBuf>,
+    ) -> Result<Self, ControlError> {
+        let mut host = HostConfig::new(state_dir.join("agents"));
+        host.paddock_command = paddock_command;
+        let mut bytes = [0u8; 4];
+        getrandom::fill(&mut bytes).map_err(|error| internal(error.to_string()))?;
+        let boot = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                broker,
+                host,
+                boot,
+                next: AtomicU64::new(1),
+                sessions: Mutex::new(BTreeMap::new()),
+                shutting_down: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The broker every launch mints from.
+    pub fn broker(&self) -> &CredentialBroker {
+        &self.inner.broker
+    }
+
+    /// `agents/open`.
+    pub async fn open(&self, params: AgentsOpenParams) -> Result<AgentsOpenResult, ControlError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(ControlError::new(
+                ErrorCode::Busy,
+                "the daemon is shutting down and starts no agents",
+            ));
+        }
+        let backend = BackendId::parse(&params.backend).ok_or_else(|| {
+            invalid(format!(
+                "unknown backend `{}`; known: claude, codex, opencode, pi, cursor",
+                params.backend
+            ))
+        })?;
+        if !params.cwd.is_absolute() {
+            return Err(invalid(format!(
+                "the working directory `{}` must be an absolute path",
+                params.cwd.display()
+            )));
+        }
+        let mode = parse_mode(params.mode.as_deref())?;
+        let permissions = parse_permissions(params.permissions.as_deref())?;
+        let bot = params.bot.clone().unwrap_or_else(|| "default".to_owned());
+        check_bot(&bot)?;
+        let id = format!(
+            "agt-{}-{}",
+            self.inner.boot,
+            self.inner.next.fetch_add(1, Ordering::SeqCst)
+        );
+        let sdk = AgentDriverSdk::new(self.inner.host.clone());
+        let upstream = match sdk.model_api(backend) {
+            None => None,
+            Some(api) => Some(self.add_launch_upstream(&id, backend, api, &params).await?),
+        };
+        let host = match (&upstream, sdk.model_api(backend)) {
+            (Some(name), Some(api)) => {
+                let (anthropic_upstream, openai_upstream) = match api {
+                    ModelApi::AnthropicMessages => (Some(name.clone()), None),
+                    ModelApi::OpenAiResponses | ModelApi::OpenAiChat => (None, Some(name.clone())),
+                };
+                self.inner
+                    .host
+                    .clone()
+                    .with_credentials(Arc::new(BrokerCredentials {
+                        broker: Arc::new(self.inner.broker.clone()),
+                        anthropic_upstream,
+                        openai_upstream,
+                        paddock_upstream: name.clone(),
+                    }))
+            }
+            _ => self.inner.host.clone(),
+        };
+        let request = OpenRequest {
+            backend,
+            launch: Launch {
+                working_directory: params.cwd.clone(),
+                instructions: params.instructions.clone().map(|content| {
+                    paddock_agents::Instructions {
+                        format: paddock_agents::InstructionsFormat::Markdown,
+                        content,
+                    }
+                }),
+                launch_id: id.clone(),
+            },
+            config: AgentConfig {
+                model: params.model.clone().map_or(Model::Default, Model::Named),
+                mode,
+            },
+            env: params.env.clone(),
+        };
+        let session = match AgentDriverSdk::new(host).open(request).await {
+            Ok(session) => session,
+            Err(error) => {
+                if let Some(name) = &upstream {
+                    let _ = self.inner.broker.remove_upstream(name);
+                }
+                let code = match error {
+                    paddock_agents::OpenError::NotInstalled { .. }
+                    | paddock_agents::OpenError::Unsupported { .. }
+                    | paddock_agents::OpenError::UnsupportedVersion { .. } => ErrorCode::NotFound,
+                    paddock_agents::OpenError::WorkingDirectory(_) => ErrorCode::InvalidParams,
+                    _ => ErrorCode::Internal,
+                };
+                return Err(ControlError::new(
+                    code,
+                    format!(
+                        "{error}\nhint: `paddock agent probe` shows which backends are installed"
+                    ),
+                ));
+            }
+        };
+        let events = session.events();
+        let (changed, _) = watch::channel(0);
+        let hosted = Arc::new(Hosted {
+            id: id.clone(),
+            backend,
+            bot,
+            cwd: params.cwd.clone(),
+            started_at_unix_ms: unix_ms(SystemTime::now()),
+            session,
+            upstream,
+            started: AtomicBool::new(false),
+            next_command: AtomicU64::new(1),
+            log: Mutex::new(EventLog {
+                first_seq: 1,
+                ..EventLog::default()
+            }),
+            changed,
+        });
+        self.lock_sessions().insert(id.clone(), hosted.clone());
+        info!(session = %id, backend = %backend, "hosted agent opened");
+        if let Some(events) = events {
+            tokio::spawn(pump(self.clone(), hosted.clone(), events, permissions));
+        }
+        let receipt = match &params.prompt {
+            Some(prompt) => Some(hosted.admit(prompt.expose()).await),
+            None => None,
+        };
+        Ok(AgentsOpenResult {
+            session: hosted.summary(&self.inner.broker).await,
+            receipt,
+        })
+    }
+
+    /// Adds the broker upstream that holds this launch's key; returns its name.
+    async fn add_launch_upstream(
+        &self,
+        id: &str,
+        backend: BackendId,
+        api: ModelApi,
+        params: &AgentsOpenParams,
+    ) -> Result<String, ControlError> {
+        let upstream = params.upstream.as_ref().ok_or_else(|| {
+            invalid(format!(
+                "`{backend}` calls the {api:?} API: agents/open needs `upstream` with its URL and key\nhint: `paddock agent run` resolves it from your environment and config file"
+            ))
+        })?;
+        let credential = match &upstream.key {
+            AgentKey::Value(text) => SecretString::new(text.expose()),
+            AgentKey::Source(source) => {
+                let source =
+                    KeySource::parse(source).map_err(|error| invalid(error.to_string()))?;
+                if source.env_var().is_some() {
+                    return Err(invalid(
+                        "the daemon does not read keys from its own environment; hand the key over as a value or name a file: or keychain: source",
+                    ));
+                }
+                tokio::task::spawn_blocking(move || source.read(|_| None))
+                    .await
+                    .map_err(|error| internal(error.to_string()))?
+                    .map_err(|error| invalid(error.to_string()))?
+            }
+        };
+        let name = format!("key-{id}");
+        self.inner
+            .broker
+            .add_upstream(UpstreamConfig {
+                name: name.clone(),
+                url: upstream.url.clone(),
+                credential,
+                header: upstream.header.clone(),
+                scheme: upstream.scheme.clone(),
+            })
+            .await
+            .map_err(|error| invalid(error.to_string()))?;
+        Ok(name)
+    }
+
+    /// `agents/send`.
+    pub async fn send(&self, params: AgentsSendParams) -> Result<AgentsSendResult, ControlError> {
+        let hosted = self.find(&params.id)?;
+        Ok(hosted.admit(params.text.expose()).await)
+    }
+
+    /// `agents/interrupt`.
+    pub async fn interrupt(
+        &self,
+        params: AgentsSessionParams,
+    ) -> Result<AgentSummary, ControlError> {
+        let hosted = self.find(&params.id)?;
+        hosted
+            .session
+            .interrupt()
+            .await
+            .map_err(|error| ControlError::new(ErrorCode::InvalidParams, error.to_string()))?;
+        Ok(hosted.summary(&self.inner.broker).await)
+    }
+
+    /// `agents/stop`: stops the session and waits until it closed and its events are logged.
+    pub async fn stop(&self, params: AgentsStopParams) -> Result<AgentsClosed, ControlError> {
+        let hosted = self.find(&params.id)?;
+        let request = StopRequest {
+            reason: params
+                .reason
+                .unwrap_or_else(|| "stopped by the owner".to_owned()),
+            force_after: params
+                .force_after_ms
+                .map_or(DEFAULT_FORCE_AFTER, Duration::from_millis),
+        };
+        hosted.session.stop(request).await;
+        Ok(hosted.wait_logged_close().await)
+    }
+
+    /// `agents/snapshot`.
+    pub async fn snapshot(
+        &self,
+        params: AgentsSessionParams,
+    ) -> Result<AgentSummary, ControlError> {
+        let hosted = self.find(&params.id)?;
+        Ok(hosted.summary(&self.inner.broker).await)
+    }
+
+    /// `agents/list`: every session of this daemon run, oldest first.
+    pub async fn list(&self) -> AgentsListResult {
+        let all: Vec<Arc<Hosted>> = self.lock_sessions().values().cloned().collect();
+        let mut sessions = Vec::with_capacity(all.len());
+        for hosted in all {
+            sessions.push(hosted.summary(&self.inner.broker).await);
+        }
+        sessions.sort_by_key(|summary| summary.started_at_unix_ms);
+        AgentsListResult { sessions }
+    }
+
+    /// `agents/events`: a cursor over the session's events from `params.from`.
+    pub fn follow(&self, params: &AgentsEventsParams) -> Result<EventCursor, ControlError> {
+        let hosted = self.find(&params.id)?;
+        let changed = hosted.changed.subscribe();
+        Ok(EventCursor {
+            hosted,
+            next_seq: params.from.max(1),
+            changed,
+        })
+    }
+
+    /// Stops every running session through the contract, each with a short grace, all at once,
+    /// and waits (bounded) for them to close. New opens are refused from here on.
+    pub async fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        let running: Vec<Arc<Hosted>> = self
+            .lock_sessions()
+            .values()
+            .filter(|hosted| hosted.session.closed_now().is_none())
+            .cloned()
+            .collect();
+        if running.is_empty() {
+            return;
+        }
+        info!(sessions = running.len(), "stopping hosted agents");
+        let stops = running.iter().map(|hosted| {
+            hosted.session.stop(StopRequest {
+                reason: "the daemon is shutting down".to_owned(),
+                force_after: SHUTDOWN_GRACE,
+            })
+        });
+        let all = futures_util::future::join_all(stops);
+        if tokio::time::timeout(SHUTDOWN_GRACE * 2, all).await.is_err() {
+            warn!("hosted agents did not all close in time");
+        }
+    }
+
+    fn find(&self, id: &str) -> Result<Arc<Hosted>, ControlError> {
+        if let Some(hosted) = self.lock_sessions().get(id) {
+            return Ok(hosted.clone());
+        }
+        let earlier_run = id
+            .strip_prefix("agt-")
+            .and_then(|rest| rest.split_once('-'))
+            .is_some_and(|(boot, _)| boot != self.inner.boot);
+        let message = if earlier_run {
+            format!(
+                "agent session `{id}` belonged to an earlier run of the daemon, which has restarted since; hosted agents do not survive a restart\nhint: start a new one with `paddock agent start`"
+            )
+        } else {
+            format!(
+                "no agent session `{id}`\nhint: `paddock agent list` shows this daemon's sessions"
+            )
+        };
+        Err(ControlError::new(ErrorCode::NotFound, message))
+    }
+
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Hosted>>> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// After a session closed: drop its key and forget the oldest closed sessions.
+    fn closed(&self, hosted: &Hosted) {
+        if let Some(name) = &hosted.upstream
+            && let Err(error) = self.inner.broker.remove_upstream(name)
+        {
+            warn!(session = %hosted.id, %error, "could not remove a closed launch's upstream");
+        }
+        let mut sessions = self.lock_sessions();
+        let closed: Vec<String> = sessions
+            .iter()
+            .filter(|(_, hosted)| hosted.session.closed_now().is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        let excess = closed.len().saturating_sub(MAX_CLOSED_KEPT);
+        for id in closed.iter().take(excess) {
+            sessions.remove(id);
+        }
+    }
+}
+
+/// Reads a session's events into its log, answers permission requests by the session's
+/// policy, and records how it closed.
+async fn pump(
+    agents: AgentsHost,
+    hosted: Arc<Hosted>,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+    permissions: Permissions,
+) {
+    while let Some(event) = events.recv().await {
+        if let AgentEvent::PermissionRequested { request_id, .. } = &event {
+            let decision = match permissions {
+                Permissions::Allow => PermissionDecision::Allow,
+                Permissions::Deny => PermissionDecision::Deny {
+                    message: "denied by the session's permission policy".to_owned(),
+                },
+            };
+            let _ = hosted.session.answer_permission(request_id, decision).await;
+        }
+        hosted.push(event_json(&event));
+    }
+    let facts = hosted.session.closed().await;
+    hosted.close(&facts);
+    info!(session = %hosted.id, reason = ?facts.reason, "hosted agent closed");
+    agents.closed(&hosted);
+}
+
+impl Hosted {
+    /// The next command: the first is admitted with `start`, later ones with `send`.
+    async fn admit(&self, text: &str) -> AgentsSendResult {
+        let command_id = format!("c{}", self.next_command.fetch_add(1, Ordering::SeqCst));
+        let command = Command::user(command_id.clone(), text);
+        let receipt = if self.started.swap(true, Ordering::SeqCst) {
+            self.session.send(command).await
+        } else {
+            self.session.start(command).await
+        };
+        let (receipt, position, reason) = match receipt {
+            Receipt::Accepted => ("accepted", None, None),
+            Receipt::Queued { position } => ("queued", Some(position), None),
+            Receipt::Rejected { reason } => ("rejected", None, Some(reason)),
+        };
+        AgentsSendResult {
+            command_id,
+            receipt: receipt.to_owned(),
+            position,
+            reason,
+        }
+    }
+
+    fn log(&self) -> std::sync::MutexGuard<'_, EventLog> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, event: Value) {
+        let seq = {
+            let mut log = self.log();
+            log.last_seq += 1;
+            log.events.push_back(event);
+            if log.events.len() > MAX_KEPT_EVENTS {
+                log.events.pop_front();
+                log.first_seq += 1;
+            }
+            log.last_seq
+        };
+        self.changed.send_replace(seq);
+    }
+
+    fn close(&self, facts: &ClosedFacts) {
+        let (reason, detail, forced) = match &facts.reason {
+            CloseReason::Stopped { reason, forced } => {
+                let kind = if reason == "the daemon is shutting down" {
+                    "daemon_shutdown"
+                } else {
+                    "stopped"
+                };
+                (kind, Some(reason.clone()), *forced)
+            }
+            CloseReason::Crashed => ("crashed", None, false),
+        };
+        let seq = {
+            let mut log = self.log();
+            log.closed = Some(AgentsClosed {
+                id: self.id.clone(),
+                reason: reason.to_owned(),
+                detail,
+                forced,
+                exit_code: facts.exit_status.and_then(|status| status.code()),
+                failed_commands: facts.failed_commands.clone(),
+                last_seq: log.last_seq,
+            });
+            log.last_seq
+        };
+        self.changed.send_replace(seq);
+    }
+
+    /// Waits until the pump has logged the close (it follows the session's own close).
+    async fn wait_logged_close(&self) -> AgentsClosed {
+        let mut changed = self.changed.subscribe();
+        loop {
+            if let Some(closed) = self.log().closed.clone() {
+                return closed;
+            }
+            if changed.changed().await.is_err() {
+                // The pump is gone without a close: report what the session says.
+                let facts = self.session.closed().await;
+                self.close(&facts);
+            }
+        }
+    }
+
+    async fn summary(&self, broker: &CredentialBroker) -> AgentSummary {
+        let snapshot = self.session.snapshot().await;
+        let state = match snapshot.state {
+            SessionState::Ready => "ready",
+            SessionState::Idle => "idle",
+            SessionState::Busy => "busy",
+            SessionState::Stopping => "stopping",
+            SessionState::Closed => "closed",
+        };
+        let voucher = broker
+            .list()
+            .into_iter()
+            .find(|voucher| voucher.launch == self.id)
+            .map(|voucher| voucher.id);
+        AgentSummary {
+            id: self.id.clone(),
+            backend: self.backend.as_str().to_owned(),
+            bot: self.bot.clone(),
+            state: state.to_owned(),
+            current_command: snapshot.current_command,
+            queued: snapshot.queued,
+            pid: snapshot.pid,
+            cwd: self.cwd.clone(),
+            voucher,
+            last_seq: self.log().last_seq,
+            started_at_unix_ms: self.started_at_unix_ms,
+        }
+    }
+}
+
+/// Follows one session's events in order, without gaps, from a sequence number.
+pub struct EventCursor {
+    hosted: Arc<Hosted>,
+    next_seq: u64,
+    changed: watch::Receiver<u64>,
+}
+
+impl std::fmt::Debug for EventCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventCursor")
+            .field("session", &self.hosted.id)
+            .field("next_seq", &self.next_seq)
+            .finish()
+    }
+}
+
+/// What a cursor yields: the next event, or the close once every event was yielded.
+#[derive(Debug)]
+pub enum CursorItem {
+    Event(AgentEventFrame),
+    Closed(AgentsClosed),
+}
+
+impl EventCursor {
+    pub async fn next(&mut self) -> CursorItem {
+        loop {
+            {
+                let log = self.hosted.log();
+                if self.next_seq < log.first_seq {
+                    // Asked for events no longer kept: say how many, then go on from the
+                    // oldest kept one.
+                    let missed = log.first_seq - self.next_seq;
+                    let seq = self.next_seq;
+                    self.next_seq = log.first_seq;
+                    return CursorItem::Event(AgentEventFrame {
+                        seq,
+                        event: json!({ "type": "events_dropped", "count": missed }),
+                    });
+                }
+                if self.next_seq <= log.last_seq {
+                    let index =
+                        usize::try_from(self.next_seq - log.first_seq).unwrap_or(usize::MAX);
+                    if let Some(event) = log.events.get(index) {
+                        let frame = AgentEventFrame {
+                            seq: self.next_seq,
+                            event: event.clone(),
+                        };
+                        self.next_seq += 1;
+                        return CursorItem::Event(frame);
+                    }
+                }
+                if let Some(closed) = &log.closed {
+                    return CursorItem::Closed(closed.clone());
+                }
+            }
+            if self.changed.changed().await.is_err() {
+                let facts = self.hosted.session.closed().await;
+                self.hosted.close(&facts);
+            }
+        }
+    }
+}
+
+/// How a session answers permission requests.
+#[derive(Debug, Clone, Copy)]
+enum Permissions {
+    Allow,
+    Deny,
+}
+
+fn parse_permissions(text: Option<&str>) -> Result<Permissions, ControlError> {
+    match text.unwrap_or("deny") {
+        "deny" => Ok(Permissions::Deny),
+        "allow" => Ok(Permissions::Allow),
+        other => Err(invalid(format!(
+            "unknown permissions `{other}`; use `allow` or `deny`"
+        ))),
+    }
+}
+
+fn parse_mode(text: Option<&str>) -> Result<Mode, ControlError> {
+    match text.unwrap_or("default") {
+        "default" => Ok(Mode::Default),
+        "acceptEdits" => Ok(Mode::AcceptEdits),
+        "plan" => Ok(Mode::Plan),
+        "bypassPermissions" => Ok(Mode::BypassPermissions),
+        other => Err(invalid(format!(
+            "unknown mode `{other}`; use default, acceptEdits, plan or bypassPermissions"
+        ))),
+    }
+}
+
+/// Bot ids name directories and channel refs: plain words.
+fn check_bot(bot: &str) -> Result<(), ControlError> {
+    let ok = (1..=64).contains(&bot.len())
+        && bot
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
+        && !bot.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "invalid bot id `{bot}`: use 1 to 64 letters, digits, `-`, `_` or `.`"
+        )))
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ControlError {
+    ControlError::new(ErrorCode::InvalidParams, message)
+}
+
+fn internal(message: impl Into<String>) -> ControlError {
+    ControlError::new(ErrorCode::Internal, message)
+}
+
+fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The wire form of an event: `type` and the event's fields in camelCase.
+pub fn event_json(event: &AgentEvent) -> Value {
+    let mut value = match event {
+        AgentEvent::SessionStarted { vendor_session_id } => {
+            json!({ "vendorSessionId": vendor_session_id })
+        }
+        AgentEvent::CommandAccepted { command_id } => json!({ "commandId": command_id }),
+        AgentEvent::CommandFailed { command_id, reason } => {
+            json!({ "commandId": command_id, "reason": reason })
+        }
+        AgentEvent::TurnStarted { command_id } => json!({ "commandId": command_id }),
+        AgentEvent::AssistantTextDelta { text }
+        | AgentEvent::AssistantMessageCompleted { text } => json!({ "text": text }),
+        AgentEvent::ToolCallStarted {
+            call_id,
+            name,
+            input,
+        } => json!({ "callId": call_id, "name": name, "input": input }),
+        AgentEvent::ToolCallFinished {
+            call_id,
+            is_error,
+            output,
+        } => json!({ "callId": call_id, "isError": is_error, "output": output }),
+        AgentEvent::PermissionRequested {
+            request_id,
+            tool,
+            input,
+        } => json!({ "requestId": request_id, "tool": tool, "input": input }),
+        AgentEvent::Usage {
+            input_tokens,
+            output_tokens,
+        } => json!({ "inputTokens": input_tokens, "outputTokens": output_tokens }),
+        AgentEvent::TurnCompleted {
+            command_id,
+            outcome,
+        } => {
+            let (kind, reason) = match outcome {
+                TurnOutcome::Completed => ("completed", None),
+                TurnOutcome::Interrupted => ("interrupted", None),
+                TurnOutcome::Failed(reason) => ("failed", Some(reason)),
+            };
+            json!({ "commandId": command_id, "outcome": kind, "reason": reason })
+        }
+        AgentEvent::Error { message } => json!({ "message": message }),
+    };
+    value["type"] = json!(event.kind());
+    value
+}
