@@ -1,5 +1,8 @@
-//! `paddock agent …`: run coding-agent CLIs through the agent driver and print normalised
-//! events (text for people, `--json` NDJSON for programs).
+//! `paddock agent …`: coding-agent CLIs hosted by the daemon. `run` and `chat` open a session
+//! on the daemon (starting it when none runs) and follow its events; `start` leaves it running
+//! and prints its id; `attach`, `list`, `send` and `stop` work on running sessions. Events are
+//! printed as text for people or, with `--json`, as NDJSON for programs. `probe` looks at the
+//! installed backends from this process.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -8,33 +11,75 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
-use paddock_agents::{
-    AgentConfig, AgentDriverSdk, AgentEvent, BackendId, Command, HostConfig, Launch, Mode, Model,
-    OpenRequest, PermissionDecision, Receipt, Session, StopRequest, TurnOutcome,
+use paddock_agents::{AgentDriverSdk, BackendId, HostConfig};
+use paddock_client::config::{ModelApiKind, PaddockConfig, UpstreamRequest, resolve_upstream};
+use paddock_client::control::{
+    AgentKey, AgentUpstream, AgentSummary, AgentsClosed, AgentsEvents, AgentsEventsParams, AgentsList, AgentsOpen,
+    AgentsOpenParams, AgentsSend, AgentsSendParams, AgentsSendResult, AgentsSessionParams,
+    AgentsSnapshot, AgentsStop, AgentsStopParams, ControlClient, ControlClientError,
+    SensitiveText, StreamItem,
 };
-use std::sync::Arc;
-
-use paddock_agents::{BrokerCredentials, ModelApi};
 use paddock_client::{ClientEnv, DaemonPaths};
-use paddock_credentials::{
-    CredentialBroker, CredentialBrokerConfig, KeySource, UpstreamConfig, UpstreamTrust,
-};
+use paddock_credentials::KeySource;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 
+use crate::logging::LogArgs;
+
+/// How long one control request may take (opening includes launching the CLI).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
-    /// Run one prompt and print the events until its turn completes.
+    /// Run one prompt on a hosted agent, print its events until the turn completes, stop it.
     Run {
         #[command(flatten)]
         common: CommonArgs,
         /// The prompt.
         prompt: String,
     },
-    /// A conversation: each stdin line is sent as a command; events are printed as they come.
+    /// A conversation: each stdin line is sent as a message; events are printed as they come.
     Chat {
         #[command(flatten)]
         common: CommonArgs,
+    },
+    /// Start a hosted agent that keeps running after this command exits; prints its session
+    /// id as the last word of stdout.
+    Start {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// A first message (optional).
+        prompt: Option<String>,
+    },
+    /// Print a hosted agent's events from the beginning (or `--from`), following until it
+    /// closes.
+    Attach {
+        /// The session id.
+        id: String,
+        /// The first event sequence number to print.
+        #[arg(long, default_value_t = 1)]
+        from: u64,
+        /// Print events as NDJSON on stdout, each with its `seq`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The daemon's hosted agents.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a message to a hosted agent (queued behind its running turn).
+    Send {
+        /// The session id.
+        id: String,
+        /// The message.
+        text: String,
+    },
+    /// Stop a hosted agent.
+    Stop {
+        /// The session id.
+        id: String,
     },
     /// Every backend: installed or not, version and capabilities.
     Probe {
@@ -43,7 +88,6 @@ pub enum AgentCommand {
         json: bool,
     },
 }
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Permissions {
     /// Answer every permission request with allow.
@@ -86,54 +130,23 @@ pub struct CommonArgs {
     pass_env: Vec<String>,
     /// The model API the agent reaches through Paddock's key-swapping proxy: an https URL such
     /// as https://api.anthropic.com (certificates checked against Mozilla's roots, the system
-    /// store and $SSL_CERT_FILE / $SSL_CERT_DIR), or http for a local gateway. Default:
-    /// $PADDOCK_ANTHROPIC_UPSTREAM for backends that call the Anthropic API (claude, pi),
-    /// $PADDOCK_OPENAI_UPSTREAM for those that call OpenAI's (codex, opencode).
+    /// store and $SSL_CERT_FILE / $SSL_CERT_DIR), or http for a local gateway. Default, in
+    /// order: $PADDOCK_ANTHROPIC_UPSTREAM / $PADDOCK_OPENAI_UPSTREAM, the config file,
+    /// $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, the vendor's public API.
     #[arg(long, value_name = "URL")]
     upstream: Option<String>,
     /// Where the real API key comes from: `env:VAR`, `file:PATH` (0600) or `keychain:SERVICE`.
-    /// It stays in this process; the agent gets a voucher. Default: env:ANTHROPIC_API_KEY or
-    /// env:OPENAI_API_KEY, by the backend's API.
+    /// A variable's value is handed to the daemon for this launch only (memory, never a
+    /// file); a file or keychain entry is read by the daemon. The agent gets a voucher.
+    /// Default: the config file's `key`, else $ANTHROPIC_API_KEY ($ANTHROPIC_AUTH_TOKEN as a
+    /// bearer) or $OPENAI_API_KEY, by the backend's API.
     #[arg(long = "key-from", value_parser = parse_key_source)]
     key_from: Option<KeySource>,
+    /// The bot the session works for.
+    #[arg(long)]
+    bot: Option<String>,
 }
 
-/// What the chosen backend's model API needs from this command.
-struct ApiChoice {
-    api: ModelApi,
-    upstream_env: &'static str,
-    /// The vendor's public endpoint, for the hint when no upstream is given.
-    public_url: &'static str,
-    key_from: KeySource,
-}
-
-fn api_choice(common: &CommonArgs, sdk: &AgentDriverSdk) -> anyhow::Result<Option<ApiChoice>> {
-    let Some(api) = sdk.model_api(common.backend) else {
-        return Ok(None);
-    };
-    let (upstream_env, public_url, key_env) = match api {
-        ModelApi::AnthropicMessages => (
-            "PADDOCK_ANTHROPIC_UPSTREAM",
-            "https://api.anthropic.com",
-            "env:ANTHROPIC_API_KEY",
-        ),
-        ModelApi::OpenAiResponses | ModelApi::OpenAiChat => (
-            "PADDOCK_OPENAI_UPSTREAM",
-            "https://api.openai.com",
-            "env:OPENAI_API_KEY",
-        ),
-    };
-    let key_from = match &common.key_from {
-        Some(source) => source.clone(),
-        None => KeySource::parse(key_env).map_err(|error| anyhow::anyhow!("{error}"))?,
-    };
-    Ok(Some(ApiChoice {
-        api,
-        upstream_env,
-        public_url,
-        key_from,
-    }))
-}
 
 fn parse_key_source(text: &str) -> Result<KeySource, String> {
     KeySource::parse(text).map_err(|error| error.to_string())
@@ -152,114 +165,149 @@ fn host() -> HostConfig {
     host
 }
 
-/// An in-process credential broker for this command: the agent gets a voucher for its model
-/// API's upstream, the real key stays here.
-async fn credentials(
-    common: &CommonArgs,
-    choice: &ApiChoice,
-) -> anyhow::Result<Arc<dyn paddock_agents::LaunchCredentials>> {
-    let upstream = common
-        .upstream
-        .clone()
-        .or_else(|| std::env::var(choice.upstream_env).ok().filter(|url| !url.is_empty()))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "the agent needs a model API to reach through the credential proxy\nhint: pass `--upstream {}` (or set {}) and keep the key in `--key-from`",
-                choice.public_url,
-                choice.upstream_env
-            )
-        })?;
-    let key = choice
-        .key_from
-        .read(crate::hardening::key_var_os)
-        .map_err(|error| anyhow::anyhow!("{error}"))?;
-    let (name, header, scheme) = choice.api.upstream_auth();
-    let broker = CredentialBroker::start(CredentialBrokerConfig {
-        upstreams: vec![UpstreamConfig {
-            name: name.into(),
-            url: upstream,
-            credential: key,
-            header: header.into(),
-            scheme: scheme.map(str::to_owned),
-        }],
-        trust: UpstreamTrust::from_env(),
-        ..CredentialBrokerConfig::default()
-    })
-    .await
-    .context("could not start the credential proxy")?;
-    Ok(Arc::new(BrokerCredentials::single(
-        Arc::new(broker),
-        choice.api,
-    )))
-}
+/// The vendors' own key variables, which may hold a real key.
+const VENDOR_KEY_VARIABLES: [&str; 3] = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
 
 /// The variables that may hold the real key for this command (the `--key-from` variable, else
-/// both vendors' default ones), to be taken out of the process environment before anything
-/// runs.
+/// every vendor default), to be taken out of the process environment before anything runs.
+/// They stay readable to this process alone (`hardening::key_var_os`).
 pub fn key_variables(command: &AgentCommand) -> Vec<String> {
     let common = match command {
-        AgentCommand::Run { common, .. } | AgentCommand::Chat { common } => common,
-        AgentCommand::Probe { .. } => return Vec::new(),
+        AgentCommand::Run { common, .. }
+        | AgentCommand::Chat { common }
+        | AgentCommand::Start { common, .. } => common,
+        _ => return Vec::new(),
     };
-    match &common.key_from {
-        Some(source) => source.env_var().map(str::to_owned).into_iter().collect(),
-        None => vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()],
+    let mut names: Vec<String> = VENDOR_KEY_VARIABLES.iter().map(|name| (*name).to_owned()).collect();
+    if let Some(name) = common.key_from.as_ref().and_then(KeySource::env_var) {
+        names.push(name.to_owned());
     }
+    names
 }
 
-pub async fn run(command: AgentCommand) -> anyhow::Result<ExitCode> {
+pub async fn run(command: AgentCommand, logging: &LogArgs) -> anyhow::Result<ExitCode> {
     match command {
         AgentCommand::Probe { json } => probe(json).await,
-        AgentCommand::Run { common, prompt } => {
-            let session = open(&common).await?;
-            let mut events = session.events().context("event stream")?;
-            let receipt = session.start(Command::user("c1", prompt)).await;
-            if let Receipt::Rejected { reason } = receipt {
-                anyhow::bail!("the agent refused the prompt: {reason}");
-            }
-            let mut ok = false;
-            while let Some(event) = events.recv().await {
-                print_event(&event, common.json)?;
-                answer_permissions(&session, &event, common.permissions).await;
-                if let AgentEvent::TurnCompleted { outcome, .. } = &event {
-                    ok = *outcome == TurnOutcome::Completed;
-                    break;
-                }
-            }
-            let facts = session.stop(stop_request()).await;
-            if !common.json && !matches!(facts.reason, paddock_agents::CloseReason::Stopped { .. })
-            {
-                eprintln!("the agent exited unexpectedly ({:?})", facts.exit_status);
-            }
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+        AgentCommand::Run { common, prompt } => run_prompt(common, prompt, logging).await,
+        AgentCommand::Chat { common } => chat(common, logging).await,
+        AgentCommand::Start { common, prompt } => start(common, prompt, logging).await,
+        AgentCommand::Attach { id, from, json } => attach(&id, from, json).await,
+        AgentCommand::List { json } => list(json).await,
+        AgentCommand::Send { id, text } => send(id, text).await,
+        AgentCommand::Stop { id } => stop(&id).await,
+    }
+}
+
+/// Connects to the daemon, starting it when none runs (as `paddock mcp` does).
+async fn connect_starting(logging: &LogArgs) -> anyhow::Result<ControlClient> {
+    let paths = DaemonPaths::resolve(&ClientEnv::from_process());
+    match ControlClient::connect(&paths.socket).await {
+        Ok(client) => return Ok(client),
+        Err(error) if !error.is_not_running() => return Err(error.into()),
+        Err(_) => {}
+    }
+    let launch = crate::daemon_cmd::detached_launch(
+        &paths,
+        &crate::daemon_cmd::StartArgs::default(),
+        logging,
+    )?;
+    paddock_daemon::launcher::start_detached(&paths, &launch)
+        .await
+        .context("could not start the Paddock daemon")?;
+    Ok(ControlClient::connect(&paths.socket).await?)
+}
+
+/// A second connection to the daemon `client` reached, for following events.
+async fn connect_again() -> anyhow::Result<ControlClient> {
+    let paths = DaemonPaths::resolve(&ClientEnv::from_process());
+    Ok(ControlClient::connect(&paths.socket).await?)
+}
+
+/// The daemon's answer as a user-facing error (its message carries any hint).
+fn remote(error: ControlClientError) -> anyhow::Error {
+    match error {
+        ControlClientError::Remote(error) => anyhow::anyhow!("{}", error.message),
+        error => error.into(),
+    }
+}
+
+/// This process's environment with the key variables `main` took out of it put back, for
+/// resolving the upstream (they never reach a child).
+fn resolution_env() -> ClientEnv {
+    let mut env = ClientEnv::from_process();
+    for name in VENDOR_KEY_VARIABLES {
+        if let Some(value) = crate::hardening::key_var_os(name) {
+            env = env.with_var(name, value);
         }
-        AgentCommand::Chat { common } => chat(common).await,
     }
+    env
 }
 
-fn stop_request() -> StopRequest {
-    StopRequest {
-        reason: "paddock agent finished".into(),
-        force_after: Duration::from_secs(10),
+/// The upstream for `api`: flags, `PADDOCK_*_UPSTREAM`, the config file, the vendor's
+/// variables and defaults (see `paddock_client::config`). A key in a variable is read here and
+/// handed over for this launch only; a file or keychain entry is named for the daemon to read.
+fn launch_upstream(
+    common: &CommonArgs,
+    api: paddock_agents::ModelApi,
+) -> anyhow::Result<(AgentUpstream, Option<String>)> {
+    let env = resolution_env();
+    let config = PaddockConfig::load(&env)?;
+    let kind = match api {
+        paddock_agents::ModelApi::AnthropicMessages => ModelApiKind::AnthropicMessages,
+        paddock_agents::ModelApi::OpenAiResponses => ModelApiKind::OpenAiResponses,
+        paddock_agents::ModelApi::OpenAiChat => ModelApiKind::OpenAiChat,
+    };
+    let flag_key = common.key_from.as_ref().map(KeySource::to_string);
+    let resolved = resolve_upstream(
+        &UpstreamRequest {
+            api: kind,
+            flag_url: common.upstream.as_deref(),
+            flag_key: flag_key.as_deref(),
+        },
+        &env,
+        &config,
+    )?;
+    for skipped in &resolved.skipped {
+        tracing::info!(%skipped, "upstream source passed over");
     }
+    let source = KeySource::parse(&resolved.key).map_err(|error| anyhow::anyhow!("{error}"))?;
+    let (key, key_var) = match source.env_var() {
+        Some(name) => {
+            let value = source
+                .read(crate::hardening::key_var_os)
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            (
+                AgentKey::Value(SensitiveText::new(value.expose_secret())),
+                Some(name.to_owned()),
+            )
+        }
+        None => (AgentKey::Source(resolved.key.clone()), None),
+    };
+    Ok((
+        AgentUpstream {
+            url: resolved.url,
+            header: resolved.header,
+            scheme: resolved.scheme,
+            key,
+        },
+        key_var,
+    ))
 }
 
-async fn open(common: &CommonArgs) -> anyhow::Result<Session> {
-    let working_directory = match &common.cwd {
-        Some(dir) => dir.clone(),
+/// `agents/open` parameters for `common`: the working directory, the model, the mode, the
+/// passed environment and, when the backend calls a model API, its upstream and key.
+fn open_params(common: &CommonArgs, prompt: Option<String>) -> anyhow::Result<AgentsOpenParams> {
+    let cwd = match &common.cwd {
+        Some(dir) => std::path::absolute(dir)
+            .with_context(|| format!("working directory `{}`", dir.display()))?,
         None => std::env::current_dir()?,
     };
-    let sdk = AgentDriverSdk::new(host());
-    let choice = api_choice(common, &sdk)?;
+    let api = AgentDriverSdk::new(host()).model_api(common.backend);
+    let upstream = api.map(|api| launch_upstream(common, api)).transpose()?;
+    let key_var = upstream.as_ref().and_then(|(_, var)| var.clone());
     let mut env = Vec::new();
     for name in &common.pass_env {
-        if choice
-            .as_ref()
-            .is_some_and(|choice| choice.key_from.env_var() == Some(name.as_str()))
+        if key_var.as_deref() == Some(name.as_str()) || VENDOR_KEY_VARIABLES.contains(&name.as_str())
         {
             anyhow::bail!(
                 "`--pass-env {name}` would hand the agent the real key; it gets a voucher instead"
@@ -269,58 +317,278 @@ async fn open(common: &CommonArgs) -> anyhow::Result<Session> {
             env.push((name.clone(), value));
         }
     }
-    let launch_id = format!(
-        "cli-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0)
-    );
-    let request = OpenRequest {
-        backend: common.backend,
-        launch: Launch {
-            working_directory,
-            instructions: None,
-            launch_id,
-        },
-        config: AgentConfig {
-            model: common.model.clone().map_or(Model::Default, Model::Named),
-            mode: match common.mode {
-                ModeArg::Default => Mode::Default,
-                ModeArg::AcceptEdits => Mode::AcceptEdits,
-                ModeArg::Plan => Mode::Plan,
-                ModeArg::BypassPermissions => Mode::BypassPermissions,
-            },
-        },
+    let mode = match common.mode {
+        ModeArg::Default => "default",
+        ModeArg::AcceptEdits => "acceptEdits",
+        ModeArg::Plan => "plan",
+        ModeArg::BypassPermissions => "bypassPermissions",
+    };
+    let permissions = match common.permissions {
+        Permissions::Allow => "allow",
+        Permissions::Deny => "deny",
+    };
+    Ok(AgentsOpenParams {
+        backend: common.backend.as_str().to_owned(),
+        cwd,
+        model: common.model.clone(),
+        mode: Some(mode.to_owned()),
+        instructions: None,
         env,
-    };
-    let sdk = match &choice {
-        Some(choice) => {
-            AgentDriverSdk::new(host().with_credentials(credentials(common, choice).await?))
-        }
-        None => sdk,
-    };
-    sdk.open(request).await.map_err(|error| {
-        anyhow::anyhow!("{error}\nhint: `paddock agent probe` shows which backends are installed")
+        bot: common.bot.clone(),
+        permissions: Some(permissions.to_owned()),
+        upstream: upstream.map(|(upstream, _)| upstream),
+        prompt: prompt.map(SensitiveText::new),
     })
 }
 
-async fn answer_permissions(session: &Session, event: &AgentEvent, permissions: Permissions) {
-    if let AgentEvent::PermissionRequested { request_id, .. } = event {
-        let decision = match permissions {
-            Permissions::Allow => PermissionDecision::Allow,
-            Permissions::Deny => PermissionDecision::Deny {
-                message: "denied by `paddock agent --permissions deny`".into(),
-            },
-        };
-        let _ = session.answer_permission(request_id, decision).await;
+fn stop_params(id: &str) -> AgentsStopParams {
+    AgentsStopParams {
+        id: id.to_owned(),
+        reason: Some("paddock agent finished".to_owned()),
+        force_after_ms: Some(10_000),
     }
 }
 
-async fn chat(common: CommonArgs) -> anyhow::Result<ExitCode> {
-    let session = open(&common).await?;
-    let mut events = session.events().context("event stream")?;
+/// Opens a hosted session; a prompt the agent refuses stops it again.
+async fn open(
+    client: &mut ControlClient,
+    params: AgentsOpenParams,
+) -> anyhow::Result<AgentSummary> {
+    let opened = client
+        .request::<AgentsOpen>(params, REQUEST_TIMEOUT)
+        .await
+        .map_err(remote)?;
+    if let Some(AgentsSendResult {
+        reason: Some(reason),
+        ..
+    }) = &opened.receipt
+    {
+        let _ = client
+            .request::<AgentsStop>(stop_params(&opened.session.id), REQUEST_TIMEOUT)
+            .await;
+        anyhow::bail!("the agent refused the prompt: {reason}");
+    }
+    Ok(opened.session)
+}
+
+async fn run_prompt(
+    common: CommonArgs,
+    prompt: String,
+    logging: &LogArgs,
+) -> anyhow::Result<ExitCode> {
+    let params = open_params(&common, Some(prompt))?;
+    let mut client = connect_starting(logging).await?;
+    let session = open(&mut client, params).await?;
+    let mut follower = connect_again().await?;
+    let mut stream = follower
+        .stream::<AgentsEvents>(AgentsEventsParams {
+            id: session.id.clone(),
+            from: 1,
+        })
+        .await?;
+    let mut completed = false;
+    let mut closed_early = None;
+    loop {
+        match stream.next().await.map_err(remote)? {
+            StreamItem::Event(frame) => {
+                let event = &frame["event"];
+                print_event(event, common.json)?;
+                let first = event["commandId"] == "c1";
+                if first && event["type"] == "turn_completed" {
+                    completed = event["outcome"] == "completed";
+                    break;
+                }
+                if first && event["type"] == "command_failed" {
+                    break;
+                }
+            }
+            StreamItem::Done(closed) => {
+                closed_early = Some(closed);
+                break;
+            }
+        }
+    }
+    drop(stream);
+    let closed = match closed_early {
+        Some(closed) => closed,
+        None => client
+            .request::<AgentsStop>(stop_params(&session.id), REQUEST_TIMEOUT)
+            .await
+            .map_err(remote)?,
+    };
+    if !common.json && closed.reason == "crashed" {
+        eprintln!("the agent exited unexpectedly ({})", closed_text(&closed));
+    }
+    Ok(if completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+async fn start(
+    common: CommonArgs,
+    prompt: Option<String>,
+    logging: &LogArgs,
+) -> anyhow::Result<ExitCode> {
+    let params = open_params(&common, prompt)?;
+    let mut client = connect_starting(logging).await?;
+    let session = open(&mut client, params).await?;
+    if common.json {
+        println!("{}", serde_json::to_string(&session)?);
+    } else {
+        eprintln!(
+            "started {} agent (pid {}); follow it with `paddock agent attach {}`",
+            session.backend,
+            session
+                .pid
+                .map_or_else(|| "-".to_owned(), |pid| pid.to_string()),
+            session.id
+        );
+        println!("{}", session.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn attach(id: &str, from: u64, json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = match crate::connect_daemon().await? {
+        Ok(client) => client,
+        Err(code) => return Ok(code),
+    };
+    let mut stream = client
+        .stream::<AgentsEvents>(AgentsEventsParams {
+            id: id.to_owned(),
+            from,
+        })
+        .await?;
+    loop {
+        match stream.next().await.map_err(remote)? {
+            StreamItem::Event(frame) => {
+                if json {
+                    let mut line = frame["event"].clone();
+                    line["seq"] = frame["seq"].clone();
+                    println!("{line}");
+                } else {
+                    print_event(&frame["event"], false)?;
+                }
+            }
+            StreamItem::Done(closed) => {
+                if json {
+                    println!("{}", json!({ "type": "closed", "closed": closed }));
+                } else {
+                    eprintln!("[session closed: {}]", closed_text(&closed));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
+}
+
+async fn list(json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = match crate::connect_daemon().await? {
+        Ok(client) => client,
+        Err(code) => return Ok(code),
+    };
+    let list = client
+        .request::<AgentsList>((), REQUEST_TIMEOUT)
+        .await
+        .map_err(remote)?;
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        writeln!(stdout, "{}", serde_json::to_string(&list)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        stdout,
+        "{:<16} {:<9} {:<9} {:<8} {:<8} {:<14} CWD",
+        "ID", "BACKEND", "STATE", "PID", "EVENTS", "VOUCHER"
+    )?;
+    for session in &list.sessions {
+        writeln!(
+            stdout,
+            "{:<16} {:<9} {:<9} {:<8} {:<8} {:<14} {}",
+            session.id,
+            session.backend,
+            session.state,
+            session
+                .pid
+                .map_or_else(|| "-".to_owned(), |pid| pid.to_string()),
+            session.last_seq,
+            session.voucher.as_deref().unwrap_or("-"),
+            session.cwd.display()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn send(id: String, text: String) -> anyhow::Result<ExitCode> {
+    let mut client = match crate::connect_daemon().await? {
+        Ok(client) => client,
+        Err(code) => return Ok(code),
+    };
+    let receipt = client
+        .request::<AgentsSend>(
+            AgentsSendParams {
+                id,
+                text: SensitiveText::new(text),
+            },
+            REQUEST_TIMEOUT,
+        )
+        .await
+        .map_err(remote)?;
+    match (&receipt.position, &receipt.reason) {
+        (_, Some(reason)) => {
+            eprintln!("rejected: {reason}");
+            return Ok(ExitCode::FAILURE);
+        }
+        (Some(position), None) => println!("{} queued (position {position})", receipt.command_id),
+        (None, None) => println!("{} {}", receipt.command_id, receipt.receipt),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn stop(id: &str) -> anyhow::Result<ExitCode> {
+    let mut client = match crate::connect_daemon().await? {
+        Ok(client) => client,
+        Err(code) => return Ok(code),
+    };
+    let closed = client
+        .request::<AgentsStop>(
+            AgentsStopParams {
+                id: id.to_owned(),
+                reason: None,
+                force_after_ms: None,
+            },
+            REQUEST_TIMEOUT,
+        )
+        .await
+        .map_err(remote)?;
+    println!("{id} {}", closed_text(&closed));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn closed_text(closed: &AgentsClosed) -> String {
+    let mut text = closed.reason.clone();
+    if closed.forced {
+        text.push_str(", killed after the grace period");
+    }
+    if let Some(code) = closed.exit_code {
+        text.push_str(&format!(", exit code {code}"));
+    }
+    text
+}
+
+async fn chat(common: CommonArgs, logging: &LogArgs) -> anyhow::Result<ExitCode> {
+    let params = open_params(&common, None)?;
+    let mut client = connect_starting(logging).await?;
+    let session = open(&mut client, params).await?;
+    let mut follower = connect_again().await?;
+    let mut stream = follower
+        .stream::<AgentsEvents>(AgentsEventsParams {
+            id: session.id.clone(),
+            from: 1,
+        })
+        .await?;
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut sent = 0usize;
     let mut completed = 0usize;
@@ -335,11 +603,16 @@ async fn chat(common: CommonArgs) -> anyhow::Result<ExitCode> {
                 Some(line) if line.trim().is_empty() => {}
                 Some(line) => {
                     sent += 1;
-                    let command = Command::user(format!("c{sent}"), line);
-                    let receipt = if sent == 1 { session.start(command).await } else { session.send(command).await };
-                    match receipt {
-                        Receipt::Queued { position } if !common.json => eprintln!("(queued, position {position})"),
-                        Receipt::Rejected { reason } => {
+                    let receipt = client
+                        .request::<AgentsSend>(
+                            AgentsSendParams { id: session.id.clone(), text: SensitiveText::new(line) },
+                            REQUEST_TIMEOUT,
+                        )
+                        .await
+                        .map_err(remote)?;
+                    match (receipt.position, receipt.reason) {
+                        (Some(position), None) if !common.json => eprintln!("(queued, position {position})"),
+                        (_, Some(reason)) => {
                             eprintln!("rejected: {reason}");
                             completed += 1;
                         }
@@ -347,106 +620,60 @@ async fn chat(common: CommonArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             },
-            event = events.recv() => match event {
-                None => break,
-                Some(event) => {
-                    print_event(&event, common.json)?;
-                    answer_permissions(&session, &event, common.permissions).await;
-                    if matches!(event, AgentEvent::TurnCompleted { .. } | AgentEvent::CommandFailed { .. }) {
+            item = stream.next() => match item.map_err(remote)? {
+                StreamItem::Done(_) => break,
+                StreamItem::Event(frame) => {
+                    let event = &frame["event"];
+                    print_event(event, common.json)?;
+                    if event["type"] == "turn_completed" || event["type"] == "command_failed" {
                         completed += 1;
                     }
                 }
             },
         }
     }
-    session.stop(stop_request()).await;
+    drop(stream);
+    client
+        .request::<AgentsStop>(stop_params(&session.id), REQUEST_TIMEOUT)
+        .await
+        .map_err(remote)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The JSON form of an event (wire shapes live at the edge, not in the driver).
-pub fn event_json(event: &AgentEvent) -> Value {
-    let mut value = match event {
-        AgentEvent::SessionStarted { vendor_session_id } => {
-            json!({ "vendorSessionId": vendor_session_id })
-        }
-        AgentEvent::CommandAccepted { command_id } => json!({ "commandId": command_id }),
-        AgentEvent::CommandFailed { command_id, reason } => {
-            json!({ "commandId": command_id, "reason": reason })
-        }
-        AgentEvent::TurnStarted { command_id } => json!({ "commandId": command_id }),
-        AgentEvent::AssistantTextDelta { text }
-        | AgentEvent::AssistantMessageCompleted { text } => json!({ "text": text }),
-        AgentEvent::ToolCallStarted {
-            call_id,
-            name,
-            input,
-        } => json!({ "callId": call_id, "name": name, "input": input }),
-        AgentEvent::ToolCallFinished {
-            call_id,
-            is_error,
-            output,
-        } => json!({ "callId": call_id, "isError": is_error, "output": output }),
-        AgentEvent::PermissionRequested {
-            request_id,
-            tool,
-            input,
-        } => json!({ "requestId": request_id, "tool": tool, "input": input }),
-        AgentEvent::Usage {
-            input_tokens,
-            output_tokens,
-        } => json!({ "inputTokens": input_tokens, "outputTokens": output_tokens }),
-        AgentEvent::TurnCompleted {
-            command_id,
-            outcome,
-        } => {
-            let (kind, reason) = match outcome {
-                TurnOutcome::Completed => ("completed", None),
-                TurnOutcome::Interrupted => ("interrupted", None),
-                TurnOutcome::Failed(reason) => ("failed", Some(reason)),
-            };
-            json!({ "commandId": command_id, "outcome": kind, "reason": reason })
-        }
-        AgentEvent::Error { message } => json!({ "message": message }),
-    };
-    value["type"] = json!(event.kind());
-    value
-}
-
-fn print_event(event: &AgentEvent, as_json: bool) -> anyhow::Result<()> {
+/// Prints one event: as its JSON line, or as text for people (assistant text on stdout, the
+/// rest on stderr).
+fn print_event(event: &Value, as_json: bool) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     if as_json {
-        writeln!(stdout, "{}", event_json(event))?;
+        writeln!(stdout, "{event}")?;
         return Ok(());
     }
-    match event {
-        AgentEvent::AssistantTextDelta { text } => {
-            write!(stdout, "{text}")?;
+    let text = |name: &str| event[name].as_str().unwrap_or_default().to_owned();
+    match event["type"].as_str().unwrap_or_default() {
+        "assistant_text_delta" => {
+            write!(stdout, "{}", text("text"))?;
             stdout.flush()?;
         }
-        AgentEvent::AssistantMessageCompleted { .. } => writeln!(stdout)?,
-        AgentEvent::ToolCallStarted { name, input, .. } => eprintln!("→ {name} {input}"),
-        AgentEvent::ToolCallFinished {
-            is_error, output, ..
-        } => {
-            eprintln!(
-                "← {}{}",
-                if *is_error { "error: " } else { "" },
-                output.lines().next().unwrap_or_default()
-            )
+        "assistant_message_completed" => writeln!(stdout)?,
+        "tool_call_started" => eprintln!("→ {} {}", text("name"), event["input"]),
+        "tool_call_finished" => eprintln!(
+            "← {}{}",
+            if event["isError"] == true { "error: " } else { "" },
+            text("output").lines().next().unwrap_or_default()
+        ),
+        "permission_requested" => eprintln!("? permission for {}", text("tool")),
+        "turn_completed" => {
+            let outcome = match event["outcome"].as_str() {
+                Some("completed") => "Completed".to_owned(),
+                Some("interrupted") => "Interrupted".to_owned(),
+                _ => format!("Failed({:?})", text("reason")),
+            };
+            eprintln!("[{}: {outcome}]", text("commandId"));
         }
-        AgentEvent::PermissionRequested { tool, .. } => eprintln!("? permission for {tool}"),
-        AgentEvent::TurnCompleted {
-            command_id,
-            outcome,
-        } => eprintln!("[{command_id}: {outcome:?}]"),
-        AgentEvent::CommandFailed { command_id, reason } => {
-            eprintln!("[{command_id} failed: {reason}]")
-        }
-        AgentEvent::Error { message } => eprintln!("error: {message}"),
-        AgentEvent::SessionStarted { .. }
-        | AgentEvent::CommandAccepted { .. }
-        | AgentEvent::TurnStarted { .. }
-        | AgentEvent::Usage { .. } => {}
+        "command_failed" => eprintln!("[{} failed: {}]", text("commandId"), text("reason")),
+        "error" => eprintln!("error: {}", text("message")),
+        "events_dropped" => eprintln!("({} older events are no longer kept)", event["count"]),
+        _ => {}
     }
     Ok(())
 }

@@ -113,7 +113,7 @@ fn main() -> ExitCode {
             Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
             Command::Devices(args) => devices_cmd::run(args).await,
             Command::Credentials(args) => credentials_cmd::run(args).await,
-            Command::Agent(command) => agent_cmd::run(command).await,
+            Command::Agent(command) => agent_cmd::run(command, &cli.logging).await,
             Command::Pii(args) => pii_cmd::run(args).await,
         }
     });

@@ -175,33 +175,41 @@ impl ControlClient {
         timeout: Duration,
         progress: impl FnMut(&str),
     ) -> Result<M::Output, ControlClientError> {
-        let value = self
-            .exchange(M::call(params), Some(timeout), progress, |_| {})
-            .await?;
+        let value = self.exchange(M::call(params), timeout, progress).await?;
         serde_json::from_value(value).map_err(ControlClientError::Malformed)
     }
 
-    /// Calls a streaming method (`agents/events`): each `event` frame goes to `on_event` as it
-    /// arrives, and the typed answer ends the stream. There is no deadline: the stream lasts as
-    /// long as what it follows; drop the client to stop following.
+    /// Calls a streaming method (`agents/events`): the returned stream yields each `event`
+    /// frame as it arrives and then the typed answer. There is no deadline: the stream lasts as
+    /// long as what it follows; drop it (and the client) to stop following.
     pub async fn stream<M: Method>(
         &mut self,
         params: M::Params,
-        on_event: impl FnMut(Value),
-    ) -> Result<M::Output, ControlClientError> {
-        let value = self
-            .exchange(M::call(params), None, |_| {}, on_event)
-            .await?;
-        serde_json::from_value(value).map_err(ControlClientError::Malformed)
+    ) -> Result<EventStream<'_, M>, ControlClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        write_frame(
+            &mut self.writer,
+            &ControlRequest {
+                id,
+                call: M::call(params),
+            },
+        )
+        .await?;
+        Ok(EventStream {
+            client: self,
+            id,
+            done: false,
+            method: std::marker::PhantomData,
+        })
     }
 
     /// Sends `call` and returns the `result` of its answer.
     async fn exchange(
         &mut self,
         call: ControlCall,
-        timeout: Option<Duration>,
+        timeout: Duration,
         mut progress: impl FnMut(&str),
-        mut on_event: impl FnMut(Value),
     ) -> Result<Value, ControlClientError> {
         let id = self.next_id;
         self.next_id += 1;
@@ -221,10 +229,6 @@ impl ControlClient {
                     progress(message);
                     continue;
                 }
-                if let Some(event) = response.event {
-                    on_event(event);
-                    continue;
-                }
                 return match (response.result, response.error) {
                     (_, Some(error)) => Err(ControlClientError::Remote(error)),
                     (Some(result), None) => Ok(result),
@@ -232,16 +236,63 @@ impl ControlClient {
                 };
             }
         };
-        match timeout {
-            Some(timeout) => tokio::time::timeout(timeout, exchange)
-                .await
-                .map_err(|_| ControlClientError::TimedOut(timeout))?,
-            None => exchange.await,
-        }
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| ControlClientError::TimedOut(timeout))?
     }
 
     pub async fn status(&mut self, timeout: Duration) -> Result<StatusResult, ControlClientError> {
         self.request::<DaemonStatus>((), timeout).await
+    }
+}
+
+/// The frames of a streaming method, from [`ControlClient::stream`].
+#[derive(Debug)]
+pub struct EventStream<'a, M: Method> {
+    client: &'a mut ControlClient,
+    id: u64,
+    done: bool,
+    method: std::marker::PhantomData<M>,
+}
+
+/// One item of an [`EventStream`].
+#[derive(Debug)]
+pub enum StreamItem<T> {
+    /// An interim `event` frame.
+    Event(Value),
+    /// The answer; the stream has ended.
+    Done(T),
+}
+
+impl<M: Method> EventStream<'_, M> {
+    /// The next event or the answer; after the answer, [`ControlClientError::Closed`].
+    pub async fn next(&mut self) -> Result<StreamItem<M::Output>, ControlClientError> {
+        if self.done {
+            return Err(ControlClientError::Closed);
+        }
+        loop {
+            let frame = read_frame(&mut self.client.reader)
+                .await?
+                .ok_or(ControlClientError::Closed)?;
+            let response: ControlResponse =
+                serde_json::from_slice(&frame).map_err(ControlClientError::Malformed)?;
+            if response.id != Some(self.id) {
+                continue;
+            }
+            if let Some(event) = response.event {
+                return Ok(StreamItem::Event(event));
+            }
+            if response.progress.is_some() {
+                continue;
+            }
+            self.done = true;
+            return match (response.result, response.error) {
+                (_, Some(error)) => Err(ControlClientError::Remote(error)),
+                (result, None) => serde_json::from_value(result.unwrap_or(Value::Null))
+                    .map(StreamItem::Done)
+                    .map_err(ControlClientError::Malformed),
+            };
+        }
     }
 }
 
