@@ -143,7 +143,7 @@ pub use paddock_secrets::current_uid;
 
 /// Lexically normalises an absolute path (drops `.`, folds `..`) the way `path.resolve` does,
 /// so that `/a/b/../c` and `/a/c` isolate to the same daemon.
-fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
