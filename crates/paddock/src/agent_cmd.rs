@@ -14,10 +14,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use paddock_agents::{AgentDriverSdk, BackendId, HostConfig};
 use paddock_client::config::{ModelApiKind, PaddockConfig, UpstreamRequest, resolve_upstream};
 use paddock_client::control::{
-    AgentKey, AgentUpstream, AgentSummary, AgentsClosed, AgentsEvents, AgentsEventsParams, AgentsList, AgentsOpen,
-    AgentsOpenParams, AgentsSend, AgentsSendParams, AgentsSendResult, AgentsSessionParams,
-    AgentsSnapshot, AgentsStop, AgentsStopParams, ControlClient, ControlClientError,
-    SensitiveText, StreamItem,
+    AgentKey, AgentSummary, AgentUpstream, AgentsClosed, AgentsEvents, AgentsEventsParams,
+    AgentsList, AgentsOpen, AgentsOpenParams, AgentsSend, AgentsSendParams, AgentsSendResult,
+    AgentsStop, AgentsStopParams, ControlClient, ControlClientError, SensitiveText, StreamItem,
 };
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_credentials::KeySource;
@@ -147,7 +146,6 @@ pub struct CommonArgs {
     bot: Option<String>,
 }
 
-
 fn parse_key_source(text: &str) -> Result<KeySource, String> {
     KeySource::parse(text).map_err(|error| error.to_string())
 }
@@ -166,7 +164,11 @@ fn host() -> HostConfig {
 }
 
 /// The vendors' own key variables, which may hold a real key.
-const VENDOR_KEY_VARIABLES: [&str; 3] = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
+const VENDOR_KEY_VARIABLES: [&str; 3] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+];
 
 /// The variables that may hold the real key for this command (the `--key-from` variable, else
 /// every vendor default), to be taken out of the process environment before anything runs.
@@ -178,7 +180,10 @@ pub fn key_variables(command: &AgentCommand) -> Vec<String> {
         | AgentCommand::Start { common, .. } => common,
         _ => return Vec::new(),
     };
-    let mut names: Vec<String> = VENDOR_KEY_VARIABLES.iter().map(|name| (*name).to_owned()).collect();
+    let mut names: Vec<String> = VENDOR_KEY_VARIABLES
+        .iter()
+        .map(|name| (*name).to_owned())
+        .collect();
     if let Some(name) = common.key_from.as_ref().and_then(KeySource::env_var) {
         names.push(name.to_owned());
     }
@@ -307,7 +312,8 @@ fn open_params(common: &CommonArgs, prompt: Option<String>) -> anyhow::Result<Ag
     let key_var = upstream.as_ref().and_then(|(_, var)| var.clone());
     let mut env = Vec::new();
     for name in &common.pass_env {
-        if key_var.as_deref() == Some(name.as_str()) || VENDOR_KEY_VARIABLES.contains(&name.as_str())
+        if key_var.as_deref() == Some(name.as_str())
+            || VENDOR_KEY_VARIABLES.contains(&name.as_str())
         {
             anyhow::bail!(
                 "`--pass-env {name}` would hand the agent the real key; it gets a voucher instead"
@@ -658,7 +664,11 @@ fn print_event(event: &Value, as_json: bool) -> anyhow::Result<()> {
         "tool_call_started" => eprintln!("→ {} {}", text("name"), event["input"]),
         "tool_call_finished" => eprintln!(
             "← {}{}",
-            if event["isError"] == true { "error: " } else { "" },
+            if event["isError"] == true {
+                "error: "
+            } else {
+                ""
+            },
             text("output").lines().next().unwrap_or_default()
         ),
         "permission_requested" => eprintln!("? permission for {}", text("tool")),

@@ -88,7 +88,10 @@ fn a_started_agent_outlives_its_command_and_attach_replays_every_event_in_order(
         .unwrap_or_else(|| panic!("{id} not listed: {listed}"))
         .clone();
     assert_eq!(session["backend"], "claude", "{listed}");
-    let voucher = session["voucher"].as_str().expect("a live voucher").to_owned();
+    let voucher = session["voucher"]
+        .as_str()
+        .expect("a live voucher")
+        .to_owned();
     let vouchers = harness
         .run(["credentials", "list", "--json"])
         .unwrap()
@@ -167,7 +170,10 @@ fn a_started_agent_outlives_its_command_and_attach_replays_every_event_in_order(
     let status = attach.wait().unwrap();
     assert!(status.success());
 
-    let seqs: Vec<u64> = seen.iter().map(|event| event["seq"].as_u64().unwrap()).collect();
+    let seqs: Vec<u64> = seen
+        .iter()
+        .map(|event| event["seq"].as_u64().unwrap())
+        .collect();
     let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
     assert_eq!(seqs, expected, "events from 1 without gaps: {seen:?}");
     let text: String = seen
@@ -186,7 +192,11 @@ fn a_started_agent_outlives_its_command_and_attach_replays_every_event_in_order(
         .unwrap();
     let replayed = json_lines(&replay.stdout());
     assert_eq!(replayed[0]["seq"], 3, "{replay}");
-    assert_eq!(replayed.len(), seen.len() - 2 + 1, "the rest and the close: {replay}");
+    assert_eq!(
+        replayed.len(),
+        seen.len() - 2 + 1,
+        "the rest and the close: {replay}"
+    );
 
     // Closed: the voucher is gone, and the real key reached only the upstream.
     let vouchers = harness
@@ -226,8 +236,8 @@ fn a_started_agent_outlives_its_command_and_attach_replays_every_event_in_order(
 #[test]
 fn the_ordinary_anthropic_variables_are_enough() {
     let mut harness = harness_with_claude();
-    let model = ScriptedModel::start(vec![Turn::streamed("Configured by the environment.")])
-        .unwrap();
+    let model =
+        ScriptedModel::start(vec![Turn::streamed("Configured by the environment.")]).unwrap();
     harness
         .set_env("ANTHROPIC_BASE_URL", model.base_url())
         .set_env("ANTHROPIC_API_KEY", KEY);
@@ -236,7 +246,10 @@ fn the_ordinary_anthropic_variables_are_enough() {
         .unwrap()
         .success()
         .unwrap();
-    assert!(run.stdout().contains("Configured by the environment."), "{run}");
+    assert!(
+        run.stdout().contains("Configured by the environment."),
+        "{run}"
+    );
     let requests = model.scripted_requests();
     assert_eq!(requests.len(), 1, "{run}");
     assert_eq!(requests[0].header("x-api-key"), Some(KEY));
