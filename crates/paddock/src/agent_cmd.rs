@@ -140,14 +140,17 @@ pub struct CommonArgs {
     /// Default: the config file's `key`, else $ANTHROPIC_API_KEY ($ANTHROPIC_AUTH_TOKEN as a
     /// bearer) or $OPENAI_API_KEY, by the backend's API.
     #[arg(long = "key-from", value_parser = parse_key_source)]
-    key_from: Option<KeySource>,
+    key_from: Option<String>,
     /// The bot the session works for.
     #[arg(long)]
     bot: Option<String>,
 }
 
-fn parse_key_source(text: &str) -> Result<KeySource, String> {
-    KeySource::parse(text).map_err(|error| error.to_string())
+/// Checks a `--key-from` value and keeps it as written (the config module resolves it).
+fn parse_key_source(text: &str) -> Result<String, String> {
+    KeySource::parse(text)
+        .map(|_| text.to_owned())
+        .map_err(|error| error.to_string())
 }
 
 fn parse_backend(text: &str) -> Result<BackendId, String> {
@@ -184,7 +187,10 @@ pub fn key_variables(command: &AgentCommand) -> Vec<String> {
         .iter()
         .map(|name| (*name).to_owned())
         .collect();
-    if let Some(name) = common.key_from.as_ref().and_then(KeySource::env_var) {
+    let source = common.key_from.as_deref().map(KeySource::parse);
+    if let Some(Ok(source)) = source
+        && let Some(name) = source.env_var()
+    {
         names.push(name.to_owned());
     }
     names
@@ -262,12 +268,11 @@ fn launch_upstream(
         paddock_agents::ModelApi::OpenAiResponses => ModelApiKind::OpenAiResponses,
         paddock_agents::ModelApi::OpenAiChat => ModelApiKind::OpenAiChat,
     };
-    let flag_key = common.key_from.as_ref().map(KeySource::to_string);
     let resolved = resolve_upstream(
         &UpstreamRequest {
             api: kind,
             flag_url: common.upstream.as_deref(),
-            flag_key: flag_key.as_deref(),
+            flag_key: common.key_from.as_deref(),
         },
         &env,
         &config,
