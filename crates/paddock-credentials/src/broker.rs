@@ -397,6 +397,14 @@ impl CredentialBroker {
         })
     }
 
+    /// The live voucher `candidate` is, if it is one (looked up by digest; the comparison is
+    /// constant-time). For a host that lets a launch prove who it is with its voucher.
+    pub fn identify(&self, candidate: &str) -> Option<VoucherInfo> {
+        self.shared
+            .authenticate(candidate.as_bytes())
+            .map(|entry| entry.info())
+    }
+
     /// Revokes voucher `id`: the next request with it gets 401, its open streams are cut and
     /// its file is removed.
     pub fn revoke(&self, id: &str) -> Result<VoucherInfo, CredentialError> {

@@ -122,6 +122,14 @@ impl AgentsHost {
         &self.inner.broker
     }
 
+    /// The running session whose launch holds `voucher`, and its bot.
+    pub fn identify(&self, voucher: &str) -> Option<(String, String)> {
+        let info = self.inner.broker.identify(voucher)?;
+        let sessions = self.lock_sessions();
+        let hosted = sessions.get(&info.launch)?;
+        Some((hosted.id.clone(), hosted.bot.clone()))
+    }
+
     /// `agents/open`.
     pub async fn open(&self, params: AgentsOpenParams) -> Result<AgentsOpenResult, ControlError> {
         if self.inner.shutting_down.load(Ordering::SeqCst) {

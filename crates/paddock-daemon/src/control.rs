@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use paddock_client::control::{
-    ControlCall, ControlError, ControlRequest, ControlResponse, CredentialsRevokeParams,
-    DevicesListResult, DevicesWarmParams, DevicesWarmResult, ErrorCode, McpConnectParams,
-    McpConnectResult, PiiAddParams, PiiBotParams, PiiFilter, PiiFilterParams, PiiListResult,
-    PiiRedactResult, PiiSetEnabledParams, PiiTextParams, RevokedResult, StatusResult, StopResult,
-    VoucherListResult, read_frame, write_frame,
+    AuthHelloParams, AuthHelloResult, ControlCall, ControlError, ControlRequest, ControlResponse,
+    CredentialsRevokeParams, DevicesListResult, DevicesWarmParams, DevicesWarmResult, ErrorCode,
+    McpConnectParams, McpConnectResult, PiiAddParams, PiiBotParams, PiiFilter, PiiFilterParams,
+    PiiListResult, PiiRedactResult, PiiSetEnabledParams, PiiTextParams, RevokedResult,
+    StatusResult, StopResult, VoucherListResult, read_frame, write_frame,
 };
 use serde::Serialize;
 use tokio::io::BufReader;
@@ -84,6 +84,61 @@ pub trait ControlHandler: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>>;
     /// The hosted agents (`agents/*`).
     fn agents(&self) -> &AgentsHost;
+    /// `auth/hello`: who the presented token or voucher speaks for.
+    fn authenticate(&self, params: &AuthHelloParams) -> Result<Role, ControlError>;
+}
+
+/// Who a control connection speaks for, once its first frame proved it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The daemon's token: every method.
+    Owner,
+    /// A launch's voucher: that session's own methods only.
+    Session { id: String, bot: String },
+}
+
+impl Role {
+    fn hello(&self) -> AuthHelloResult {
+        match self {
+            Self::Owner => AuthHelloResult {
+                role: "owner".to_owned(),
+                session: None,
+                bot: None,
+            },
+            Self::Session { id, bot } => AuthHelloResult {
+                role: "session".to_owned(),
+                session: Some(id.clone()),
+                bot: Some(bot.clone()),
+            },
+        }
+    }
+}
+
+/// Whether `role` may make `call`. `daemon/status` carries no secret and needs no proof; the
+/// owner may do everything; an agent session may list and add its own bot's PII filters.
+fn permitted(role: Option<&Role>, call: &ControlCall) -> Result<(), ControlError> {
+    match (role, call) {
+        (_, ControlCall::Status) | (Some(Role::Owner), _) => Ok(()),
+        (Some(Role::Session { bot, .. }), ControlCall::PiiList(params)) if params.bot == *bot => {
+            Ok(())
+        }
+        (Some(Role::Session { bot, .. }), ControlCall::PiiAdd(params)) if params.bot == *bot => {
+            Ok(())
+        }
+        (Some(Role::Session { bot, .. }), _) => Err(ControlError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "an agent session may only ask `pii/list` and `pii/add` for its own bot `{bot}`, and `daemon/status`"
+            ),
+        )),
+        (None, _) => Err(ControlError::new(
+            ErrorCode::Unauthenticated,
+            format!(
+                "`{}` needs proof of who is asking: send `auth/hello` with the daemon's token (the owner) or a launch's voucher as the connection's first frame\nhint: the paddock CLI does this for you",
+                call.method()
+            ),
+        )),
+    }
 }
 
 /// Binds the control socket at `path` with mode 0600, replacing a stale socket file. The caller
@@ -189,6 +244,8 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
         return;
     }
     let mut reader = BufReader::new(read);
+    let mut role: Option<Role> = None;
+    let mut first = true;
     loop {
         let frame = match read_frame(&mut reader).await {
             Ok(Some(frame)) => frame,
@@ -223,7 +280,43 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
             }
         };
         let id = Some(request.id);
+        let was_first = std::mem::replace(&mut first, false);
+        if let ControlCall::AuthHello(params) = &request.call {
+            let outcome = if was_first {
+                handler.authenticate(params)
+            } else {
+                Err(ControlError::new(
+                    ErrorCode::InvalidRequest,
+                    "`auth/hello` must be the connection's first frame",
+                ))
+            };
+            match outcome {
+                Ok(proved) => {
+                    let response = answer(id, Ok(proved.hello()));
+                    role = Some(proved);
+                    if write_frame(&mut writer, &response).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Err(error) => {
+                    // A wrong proof ends the connection: nothing more is read from it.
+                    let _ = write_frame(&mut writer, &error_response(id, error)).await;
+                    return;
+                }
+            }
+        }
+        if let Err(error) = permitted(role.as_ref(), &request.call) {
+            if write_frame(&mut writer, &error_response(id, error))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            continue;
+        }
         let response = match request.call {
+            ControlCall::AuthHello(_) => continue,
             ControlCall::Status => answer(id, Ok(handler.status())),
             ControlCall::Stop => {
                 let response = answer(id, Ok(StopResult { stopping: true }));

@@ -158,7 +158,7 @@ pub async fn stop(paths: &DaemonPaths, timeout: Duration) -> anyhow::Result<Stop
     let verified = record
         .as_ref()
         .map(|record| (record.pid, record.verify_process()));
-    let asked = match ControlClient::connect(&paths.socket).await {
+    let asked = match ControlClient::connect_owner(paths).await {
         Ok(mut client) => client
             .request::<DaemonStop>((), CONTROL_TIMEOUT)
             .await

@@ -250,6 +250,7 @@ pub async fn run(
             http_endpoint: http_endpoint.clone(),
             socket: paths.socket.clone(),
             stop: stop_tx,
+            token: token.clone(),
         },
         pool: pool.clone(),
         mcp: mcp.clone(),

@@ -21,10 +21,14 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
 
 use crate::agents::AgentsHost;
-use crate::control::ControlHandler;
+use crate::control::{ControlHandler, Role};
 use crate::mcp::McpHost;
 use crate::pii::PiiHost;
 use crate::subsystem::BoxFuture;
+use paddock_client::control::AuthHelloParams;
+use paddock_secrets::SecretString;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
 
 /// What `daemon/status` reports and how `daemon/stop` reaches the main loop.
 #[derive(Debug)]
@@ -35,6 +39,8 @@ pub struct DaemonFacts {
     pub http_endpoint: String,
     pub socket: std::path::PathBuf,
     pub stop: mpsc::Sender<()>,
+    /// The owner's proof on the control socket (and the ingress's bearer token).
+    pub token: SecretString,
 }
 
 /// The subsystems behind the control socket.
@@ -166,5 +172,30 @@ impl ControlHandler for ControlServices {
 
     fn agents(&self) -> &AgentsHost {
         &self.agents
+    }
+
+    fn authenticate(&self, params: &AuthHelloParams) -> Result<Role, ControlError> {
+        let refused = |message: &str| ControlError::new(ErrorCode::Unauthenticated, message);
+        match (&params.token, &params.voucher) {
+            (Some(token), None) => {
+                // Digests first, so the comparison takes the same time whatever the length.
+                let presented = Sha256::digest(token.expose().as_bytes());
+                let expected = Sha256::digest(self.daemon.token.expose_secret().as_bytes());
+                if bool::from(presented.ct_eq(&expected)) {
+                    Ok(Role::Owner)
+                } else {
+                    Err(refused("that is not this daemon's token"))
+                }
+            }
+            (None, Some(voucher)) => self
+                .agents
+                .identify(voucher.expose())
+                .map(|(id, bot)| Role::Session { id, bot })
+                .ok_or_else(|| refused("that voucher belongs to no running agent session")),
+            _ => Err(ControlError::new(
+                ErrorCode::InvalidParams,
+                "present exactly one of `token` or `voucher`",
+            )),
+        }
     }
 }

@@ -9,8 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use paddock_client::DaemonPaths;
 use paddock_client::control::{
-    ControlClientError, ControlRequest, ControlResponse, McpConnect, McpConnectParams, Method as _,
-    connect_socket, read_frame,
+    ControlClient, ControlClientError, McpConnect, McpConnectParams, read_frame,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -18,6 +17,9 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tracing::{info, warn};
 
 use crate::launcher::{DetachedLaunch, start_detached};
+
+/// How long the daemon may take to answer `mcp/connect`.
+const CONNECT_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long to keep trying to reach (or start) the daemon.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(60);
@@ -173,27 +175,24 @@ fn is_impersonation(error: &anyhow::Error) -> bool {
 }
 
 async fn try_connect(paths: &DaemonPaths, session_id: &str) -> anyhow::Result<Connection> {
-    let stream = connect_socket(&paths.socket).await?;
-    let (read, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let request = ControlRequest {
-        id: 1,
-        call: McpConnect::call(McpConnectParams {
-            session_id: session_id.to_owned(),
-        }),
-    };
-    write_line(&mut writer, &request).await?;
-    let frame = read_frame(&mut reader)
-        .await?
-        .context("the daemon closed the control connection")?;
-    let response: ControlResponse = serde_json::from_slice(&frame)?;
-    if let Some(error) = response.error {
+    let mut client = ControlClient::connect_owner(paths).await?;
+    let answer = client
+        .request::<McpConnect>(
+            McpConnectParams {
+                session_id: session_id.to_owned(),
+            },
+            CONNECT_ANSWER_TIMEOUT,
+        )
+        .await;
+    if let Err(ControlClientError::Remote(error)) = &answer {
         bail!(
             "the daemon refused the MCP connection: [{}] {}",
             error.code,
             error.message
         );
     }
+    answer?;
+    let (reader, writer) = client.into_parts();
     Ok(Connection { reader, writer })
 }
 

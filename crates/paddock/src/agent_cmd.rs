@@ -212,7 +212,7 @@ pub async fn run(command: AgentCommand, logging: &LogArgs) -> anyhow::Result<Exi
 /// Connects to the daemon, starting it when none runs (as `paddock mcp` does).
 async fn connect_starting(logging: &LogArgs) -> anyhow::Result<ControlClient> {
     let paths = DaemonPaths::resolve(&ClientEnv::from_process());
-    match ControlClient::connect(&paths.socket).await {
+    match ControlClient::connect_owner(&paths).await {
         Ok(client) => return Ok(client),
         Err(error) if !error.is_not_running() => return Err(error.into()),
         Err(_) => {}
@@ -225,13 +225,13 @@ async fn connect_starting(logging: &LogArgs) -> anyhow::Result<ControlClient> {
     paddock_daemon::launcher::start_detached(&paths, &launch)
         .await
         .context("could not start the Paddock daemon")?;
-    Ok(ControlClient::connect(&paths.socket).await?)
+    Ok(ControlClient::connect_owner(&paths).await?)
 }
 
 /// A second connection to the daemon `client` reached, for following events.
 async fn connect_again() -> anyhow::Result<ControlClient> {
     let paths = DaemonPaths::resolve(&ClientEnv::from_process());
-    Ok(ControlClient::connect(&paths.socket).await?)
+    Ok(ControlClient::connect_owner(&paths).await?)
 }
 
 /// The daemon's answer as a user-facing error (its message carries any hint).

@@ -51,7 +51,7 @@ pub const EXIT_NOT_RUNNING: u8 = 3;
 pub async fn connect_daemon()
 -> anyhow::Result<Result<paddock_client::control::ControlClient, ExitCode>> {
     let paths = paddock_client::DaemonPaths::resolve(&paddock_client::ClientEnv::from_process());
-    match paddock_client::control::ControlClient::connect(&paths.socket).await {
+    match paddock_client::control::ControlClient::connect_owner(&paths).await {
         Ok(client) => Ok(Ok(client)),
         Err(error) if error.is_not_running() => {
             eprintln!("error: paddock daemon is not running");

@@ -25,6 +25,11 @@ pub trait Method {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params")]
 pub enum ControlCall {
+    /// Proves who is calling, as the connection's first frame: the owner with the daemon's
+    /// token, an agent session with its launch's voucher ([`AuthHelloResult`]). Without it a
+    /// connection may only ask `daemon/status`.
+    #[serde(rename = "auth/hello")]
+    AuthHello(AuthHelloParams),
     /// Reports pid, version, uptime, state and endpoints ([`StatusResult`]).
     #[serde(rename = "daemon/status")]
     Status,
@@ -97,6 +102,7 @@ impl ControlCall {
     /// The wire method of this request.
     pub fn method(&self) -> &'static str {
         match self {
+            Self::AuthHello(_) => AuthHello::NAME,
             Self::Status => DaemonStatus::NAME,
             Self::Stop => DaemonStop::NAME,
             Self::McpConnect(_) => McpConnect::NAME,
@@ -144,6 +150,8 @@ macro_rules! methods {
 }
 
 methods! {
+    /// `auth/hello`.
+    AuthHello = "auth/hello", (AuthHelloParams) -> AuthHelloResult, ControlCall::AuthHello;
     /// `daemon/status`.
     DaemonStatus = "daemon/status", (()) -> StatusResult, |()| ControlCall::Status;
     /// `daemon/stop`.
@@ -207,8 +215,11 @@ impl ControlError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
-    /// The peer is not the daemon's user.
+    /// The peer is not the daemon's user, or an agent session asked for what only the owner
+    /// may do.
     Forbidden,
+    /// The connection has not proved who it is (`auth/hello` with the token or a voucher).
+    Unauthenticated,
     /// A frame that is not a line of JSON, or too long; the connection closes.
     InvalidFrame,
     /// A frame that is JSON but not a known request; the connection stays open.
@@ -236,6 +247,7 @@ impl ErrorCode {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Forbidden => "forbidden",
+            Self::Unauthenticated => "unauthenticated",
             Self::InvalidFrame => "invalid_frame",
             Self::InvalidRequest => "invalid_request",
             Self::InvalidParams => "invalid_params",
@@ -668,4 +680,28 @@ pub struct AgentsClosed {
     /// Commands that never ran.
     pub failed_commands: Vec<String>,
     pub last_seq: u64,
+}
+
+/// `auth/hello`: exactly one of the daemon's token (the owner) or a launch's voucher (that
+/// agent session).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuthHelloParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<SensitiveText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voucher: Option<SensitiveText>,
+}
+
+/// Who the connection now speaks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthHelloResult {
+    /// `owner` or `session`.
+    pub role: String,
+    /// For `session`: the hosted session and its bot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot: Option<String>,
 }

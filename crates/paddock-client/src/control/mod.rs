@@ -18,6 +18,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+/// How long `auth/hello` may take.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The largest frame either side accepts; larger frames close the connection with an error.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
@@ -75,6 +78,10 @@ pub enum ControlClientError {
     Remote(ControlError),
     #[error("the control request timed out after {0:?}")]
     TimedOut(Duration),
+    /// The owner's proof could not be read: the daemon is still starting, or runs with
+    /// another environment.
+    #[error("could not read the daemon's token to prove you are its owner")]
+    Token(#[source] crate::token::TokenFileError),
 }
 
 impl ControlClientError {
@@ -156,6 +163,49 @@ impl ControlClient {
             writer: write,
             next_id: 1,
         })
+    }
+
+    /// Connects as the daemon's owner: the token file (0600, in the runtime directory) is read
+    /// and presented in the first frame, which every method but `daemon/status` requires.
+    pub async fn connect_owner(paths: &crate::DaemonPaths) -> Result<Self, ControlClientError> {
+        let mut client = Self::connect(&paths.socket).await?;
+        let token =
+            crate::token::read_token_file(&paths.token_file).map_err(ControlClientError::Token)?;
+        client
+            .request::<AuthHello>(
+                AuthHelloParams {
+                    token: Some(SensitiveText::new(token.expose_secret())),
+                    voucher: None,
+                },
+                HELLO_TIMEOUT,
+            )
+            .await?;
+        Ok(client)
+    }
+
+    /// Connects as an agent session, presenting its launch's voucher: the connection may then
+    /// use only that session's own methods.
+    pub async fn connect_session(
+        socket: &Path,
+        voucher: &str,
+    ) -> Result<(Self, AuthHelloResult), ControlClientError> {
+        let mut client = Self::connect(socket).await?;
+        let hello = client
+            .request::<AuthHello>(
+                AuthHelloParams {
+                    token: None,
+                    voucher: Some(SensitiveText::new(voucher)),
+                },
+                HELLO_TIMEOUT,
+            )
+            .await?;
+        Ok((client, hello))
+    }
+
+    /// The connection's two halves, for a protocol that takes over after a control answer
+    /// (`mcp/connect`).
+    pub fn into_parts(self) -> (BufReader<OwnedReadHalf>, OwnedWriteHalf) {
+        (self.reader, self.writer)
     }
 
     /// Calls method `M` and waits at most `timeout` for its typed answer.
