@@ -20,10 +20,12 @@ use paddock_agents::{
     ClosedFacts, Command, HostConfig, Launch, Mode, Model, ModelApi, OpenRequest,
     PermissionDecision, Receipt, Session, SessionState, StopRequest, TurnOutcome,
 };
+use paddock_client::ClientEnv;
+use paddock_client::config::{ModelApiKind, PaddockConfig, UpstreamRequest, resolve_upstream};
 use paddock_client::control::{
-    AgentEventFrame, AgentKey, AgentSummary, AgentsClosed, AgentsEventsParams, AgentsListResult,
-    AgentsOpenParams, AgentsOpenResult, AgentsSendParams, AgentsSendResult, AgentsSessionParams,
-    AgentsStopParams, ControlError, ErrorCode,
+    AgentEventFrame, AgentKey, AgentSummary, AgentUpstream, AgentsClosed, AgentsEventsParams,
+    AgentsListResult, AgentsOpenParams, AgentsOpenResult, AgentsSendParams, AgentsSendResult,
+    AgentsSessionParams, AgentsStopParams, ControlError, ErrorCode, SensitiveText,
 };
 use paddock_credentials::{CredentialBroker, KeySource, UpstreamConfig};
 use paddock_secrets::SecretString;
@@ -63,6 +65,8 @@ struct Inner {
     next: AtomicU64,
     sessions: Mutex<BTreeMap<String, Arc<Hosted>>>,
     shutting_down: AtomicBool,
+    /// The daemon's own environment, for requests that name no upstream.
+    env: ClientEnv,
 }
 
 /// One hosted session.
@@ -99,6 +103,7 @@ impl AgentsHost {
         broker: CredentialBroker,
         state_dir: &std::path::Path,
         paddock_command: Option<PathBuf>,
+        env: ClientEnv,
     ) -> Result<Self, ControlError> {
         let mut host = HostConfig::new(state_dir.join("agents"));
         host.paddock_command = paddock_command;
@@ -113,6 +118,7 @@ impl AgentsHost {
                 next: AtomicU64::new(1),
                 sessions: Mutex::new(BTreeMap::new()),
                 shutting_down: AtomicBool::new(false),
+                env,
             }),
         })
     }
@@ -262,11 +268,14 @@ impl AgentsHost {
         api: ModelApi,
         params: &AgentsOpenParams,
     ) -> Result<String, ControlError> {
-        let upstream = params.upstream.as_ref().ok_or_else(|| {
-            invalid(format!(
-                "`{backend}` calls the {api:?} API: agents/open needs `upstream` with its URL and key\nhint: `paddock agent run` resolves it from your environment and config file"
-            ))
-        })?;
+        let resolved;
+        let upstream = match &params.upstream {
+            Some(upstream) => upstream,
+            None => {
+                resolved = self.resolve_own_upstream(backend, api).await?;
+                &resolved
+            }
+        };
         let credential = match &upstream.key {
             AgentKey::Value(text) => SecretString::new(text.expose()),
             AgentKey::Source(source) => {
@@ -296,6 +305,58 @@ impl AgentsHost {
             .await
             .map_err(|error| invalid(error.to_string()))?;
         Ok(name)
+    }
+
+    /// The upstream from the daemon's own configuration and environment, for a request that
+    /// names none (the same precedence as the CLI's, without flags). A key in the daemon's
+    /// environment is read here: the daemon is the user's own process.
+    async fn resolve_own_upstream(
+        &self,
+        backend: BackendId,
+        api: ModelApi,
+    ) -> Result<AgentUpstream, ControlError> {
+        let env = self.inner.env.clone();
+        let kind = match api {
+            ModelApi::AnthropicMessages => ModelApiKind::AnthropicMessages,
+            ModelApi::OpenAiResponses => ModelApiKind::OpenAiResponses,
+            ModelApi::OpenAiChat => ModelApiKind::OpenAiChat,
+        };
+        tokio::task::spawn_blocking(move || {
+            let config = PaddockConfig::load(&env).map_err(|error| invalid(error.to_string()))?;
+            let resolved = resolve_upstream(
+                &UpstreamRequest {
+                    api: kind,
+                    flag_url: None,
+                    flag_key: None,
+                },
+                &env,
+                &config,
+            )
+            .map_err(|error| {
+                invalid(format!(
+                    "`{backend}` needs a model API key, and the daemon has none configured: {error}"
+                ))
+            })?;
+            let source =
+                KeySource::parse(&resolved.key).map_err(|error| invalid(error.to_string()))?;
+            let key = match source.env_var() {
+                Some(_) => AgentKey::Value(SensitiveText::new(
+                    source
+                        .read(|name| env.var(name).cloned())
+                        .map_err(|error| invalid(error.to_string()))?
+                        .expose_secret(),
+                )),
+                None => AgentKey::Source(resolved.key),
+            };
+            Ok(AgentUpstream {
+                url: resolved.url,
+                header: resolved.header,
+                scheme: resolved.scheme,
+                key,
+            })
+        })
+        .await
+        .map_err(|error| internal(error.to_string()))?
     }
 
     /// `agents/send`.

@@ -198,6 +198,7 @@ pub async fn run(
         credentials.clone(),
         &paths.state_dir,
         std::env::current_exe().ok(),
+        config.env.clone(),
     )
     .map_err(|error| anyhow::anyhow!("{error}"))?;
     // Reads no pipeline yet: each bot's file is loaded on first use, so a bad file is that
