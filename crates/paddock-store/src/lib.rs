@@ -13,6 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 
+mod bots;
+
+pub use bots::{BotDefinition, InboxCursor, InboxMessage, OutboxEntry};
+
 /// Which set of discovery choices a write or read concerns.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ChoiceScope {
@@ -144,6 +148,7 @@ impl Store {
                  );",
             )
             .map_err(open_error)?;
+        connection.execute_batch(bots::SCHEMA).map_err(open_error)?;
         let store = Self {
             path: path.to_path_buf(),
             connection: Mutex::new(connection),
@@ -476,7 +481,7 @@ impl Store {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))

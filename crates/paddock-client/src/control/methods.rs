@@ -96,6 +96,32 @@ pub enum ControlCall {
     /// answer comes when the session has closed and every event was sent ([`AgentsClosed`]).
     #[serde(rename = "agents/events")]
     AgentsEvents(AgentsEventsParams),
+    /// Adds or replaces a bot: what to launch when a message wakes it.
+    #[serde(rename = "bots/add")]
+    BotsAdd(BotDefinition),
+    /// Removes a bot with its inbox and outbox.
+    #[serde(rename = "bots/remove")]
+    BotsRemove(BotParams),
+    /// Every bot.
+    #[serde(rename = "bots/list")]
+    BotsList,
+    /// A message for a bot from its owner: stored in its inbox; the bot is woken with a notice
+    /// that carries no body.
+    #[serde(rename = "bots/message")]
+    BotsMessage(BotMessageParams),
+    /// What a bot sent, and its drafts.
+    #[serde(rename = "bots/outbox")]
+    BotsOutbox(BotParams),
+    /// For an agent session: its bot's unseen messages, bodies included; they count as seen.
+    #[serde(rename = "inbox/pull")]
+    InboxPull,
+    /// For an agent session: acknowledges its inbox up to a sequence number.
+    #[serde(rename = "inbox/ack")]
+    InboxAck(InboxAckParams),
+    /// For an agent session: sends a message through the freshness guard and the bot's PII
+    /// pipeline; held or blocked sends are saved as drafts.
+    #[serde(rename = "message/send")]
+    MessageSend(MessageSendParams),
 }
 
 impl ControlCall {
@@ -123,6 +149,14 @@ impl ControlCall {
             Self::AgentsSnapshot(_) => AgentsSnapshot::NAME,
             Self::AgentsList => AgentsList::NAME,
             Self::AgentsEvents(_) => AgentsEvents::NAME,
+            Self::BotsAdd(_) => BotsAdd::NAME,
+            Self::BotsRemove(_) => BotsRemove::NAME,
+            Self::BotsList => BotsList::NAME,
+            Self::BotsMessage(_) => BotsMessage::NAME,
+            Self::BotsOutbox(_) => BotsOutbox::NAME,
+            Self::InboxPull => InboxPull::NAME,
+            Self::InboxAck(_) => InboxAck::NAME,
+            Self::MessageSend(_) => MessageSend::NAME,
         }
     }
 }
@@ -192,6 +226,22 @@ methods! {
     AgentsList = "agents/list", (()) -> AgentsListResult, |()| ControlCall::AgentsList;
     /// `agents/events`.
     AgentsEvents = "agents/events", (AgentsEventsParams) -> AgentsClosed, ControlCall::AgentsEvents;
+    /// `bots/add`.
+    BotsAdd = "bots/add", (BotDefinition) -> BotDefinition, ControlCall::BotsAdd;
+    /// `bots/remove`.
+    BotsRemove = "bots/remove", (BotParams) -> BotRemoved, ControlCall::BotsRemove;
+    /// `bots/list`.
+    BotsList = "bots/list", (()) -> BotsListResult, |()| ControlCall::BotsList;
+    /// `bots/message`.
+    BotsMessage = "bots/message", (BotMessageParams) -> BotMessageResult, ControlCall::BotsMessage;
+    /// `bots/outbox`.
+    BotsOutbox = "bots/outbox", (BotParams) -> OutboxResult, ControlCall::BotsOutbox;
+    /// `inbox/pull`.
+    InboxPull = "inbox/pull", (()) -> InboxPullResult, |()| ControlCall::InboxPull;
+    /// `inbox/ack`.
+    InboxAck = "inbox/ack", (InboxAckParams) -> InboxCursorResult, ControlCall::InboxAck;
+    /// `message/send`.
+    MessageSend = "message/send", (MessageSendParams) -> MessageSendResult, ControlCall::MessageSend;
 }
 
 /// A failure on the control socket: a code a program can branch on and a message for people.
@@ -704,4 +754,160 @@ pub struct AuthHelloResult {
     pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bot: Option<String>,
+}
+
+/// A bot's definition (`bots/add`, and how `bots/list` shows it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BotDefinition {
+    pub id: String,
+    pub backend: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The working directory (absolute).
+    pub cwd: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// As in `agents/open` (default `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// As in `agents/open` (default `deny`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<String>,
+}
+
+/// Names a bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BotParams {
+    pub bot: String,
+}
+
+/// `bots/remove`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BotRemoved {
+    pub bot: String,
+    pub removed: bool,
+}
+
+/// `bots/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BotsListResult {
+    pub bots: Vec<BotDefinition>,
+}
+
+/// `bots/message`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BotMessageParams {
+    pub bot: String,
+    /// The channel ref the message arrives in (default `/.dm/owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub text: SensitiveText,
+}
+
+/// `bots/message`'s answer: the message's number and the session it woke.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BotMessageResult {
+    pub seq: u64,
+    pub session: String,
+    /// The notice the agent was given (no body).
+    pub notice: String,
+}
+
+/// One message as `inbox/pull` gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxEntry {
+    pub seq: u64,
+    pub target: String,
+    pub sender: String,
+    pub text: String,
+    pub received_at_unix_ms: u64,
+}
+
+/// `inbox/pull`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPullResult {
+    pub bot: String,
+    pub messages: Vec<InboxEntry>,
+    pub seen: u64,
+    pub acked: u64,
+}
+
+/// `inbox/ack`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InboxAckParams {
+    /// Acknowledge up to this sequence number (default: everything seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upto: Option<u64>,
+}
+
+/// A bot's inbox cursor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxCursorResult {
+    pub bot: String,
+    pub seen: u64,
+    pub acked: u64,
+}
+
+/// `message/send`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MessageSendParams {
+    pub target: String,
+    pub text: SensitiveText,
+    /// Send even though messages arrived that the agent has not seen.
+    #[serde(default)]
+    pub continue_anyway: bool,
+}
+
+/// `message/send`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSendResult {
+    /// `sent`, `held` (newer messages are unseen; saved as a draft) or `blocked` (the PII
+    /// pipeline failed; saved as a draft, nothing sent).
+    pub state: String,
+    /// The freshness decision: `forward`, `held` or `bypass`.
+    pub plan: String,
+    /// Stable for the same bot, target, text and seen boundary.
+    pub producer_fact_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For `held`: the latest unseen messages, to reconcile first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<InboxEntry>,
+    /// The PII filters that changed the sent text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggered_filters: Vec<String>,
+}
+
+/// One outbox entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxMessage {
+    pub id: u64,
+    pub target: String,
+    pub text: String,
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub producer_fact_id: String,
+    pub created_at_unix_ms: u64,
+}
+
+/// `bots/outbox`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxResult {
+    pub bot: String,
+    pub messages: Vec<OutboxMessage>,
 }
