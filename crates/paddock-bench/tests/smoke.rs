@@ -11,7 +11,6 @@
 //! (and used as it is when present: rebuild it after changing the daemon).
 #![cfg(test)]
 
-use std::io::Read as _;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
