@@ -313,11 +313,11 @@ fn smoke(paddock: &Path, args: DevicesArgs) -> anyhow::Result<()> {
         .size
         .image
         .as_ref()
-        .map_or_else(|| "no".to_owned(), |image| image.mime.clone());
+        .map_or_else(|| "none".to_owned(), |image| image.mime.clone());
     smoke::passed(
         "devices",
         &format!(
-            "provisionDevice launched a device cold, getWeb acquired a warm one, observe returned the page's text (`{EXPECTED_HEADING}`, `{EXPECTED_CELL}`) and observe+screenshot a {image} screenshot"
+            "provisionDevice launched a device cold, getWeb acquired a warm one, observe returned the page's text (`{EXPECTED_HEADING}`, `{EXPECTED_CELL}`) and observe+screenshot a screenshot ({image})"
         ),
     );
     Ok(())

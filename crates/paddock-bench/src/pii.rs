@@ -6,7 +6,7 @@
 //! from a fixed seed, so every run scans the same bytes.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -490,7 +490,7 @@ pub(crate) fn run(args: &PiiArgs, mode: Mode) -> anyhow::Result<()> {
 }
 
 /// Runs the Presidio script with `python` over both corpora; returns its JSON line.
-fn presidio(python: &PathBuf, clean: &[String], dense: &[String]) -> anyhow::Result<Json> {
+fn presidio(python: &Path, clean: &[String], dense: &[String]) -> anyhow::Result<Json> {
     let dir = tempfile::Builder::new().prefix("pii-bench-").tempdir()?;
     let docs_path = dir.path().join("docs.json");
     let script_path = dir.path().join("analyze.py");

@@ -206,12 +206,6 @@ fn smoke(args: &[&str], expected: &[&str]) {
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let status = wait_within(&mut child, WITHIN);
-    let run = status.map(|status| Run {
-        description: description.clone(),
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    });
     let leftovers = wait_until(CLEANUP, || {
         let leftovers = world.leftovers();
         leftovers.is_empty().then_some(())
@@ -222,8 +216,21 @@ fn smoke(args: &[&str], expected: &[&str]) {
             kill(*pid);
         }
     }
-    let Some(run) = run else {
-        panic!("{description} did not finish within {WITHIN:?}: it hangs");
+    // After the clean-up: a process left behind may hold the pipes open.
+    let (stdout, stderr) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
+    let Some(status) = status else {
+        panic!(
+            "{description} did not finish within {WITHIN:?}: it hangs\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
+    };
+    let run = Run {
+        description,
+        status,
+        stdout,
+        stderr,
     };
     assert!(run.status.success(), "the smoke run failed:\n{run}");
     assert!(
@@ -278,7 +285,7 @@ fn devices_observe_returns_the_pages_text() {
             "provisionDevice launched a device cold",
             "getWeb acquired a warm one",
             "observe returned the page's text (`Accounts`, `user1@example.com`)",
-            "a image/jpeg screenshot",
+            "observe+screenshot a screenshot (image/",
         ],
     );
 }
