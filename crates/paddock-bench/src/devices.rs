@@ -16,14 +16,17 @@ use paddock_client::SecretString;
 use paddock_testkit::fixture::FixtureApp;
 use serde_json::{Value, json};
 
+use crate::daemon::{PrivateDaemon, paddock_binary};
 use crate::mcp::verdict;
 use crate::mcp_client::{Image, McpClient, ToolAnswer};
 use crate::playwright_peer::{self, PeerConfig, PlaywrightPeer};
 use crate::probe::Target;
-use crate::{PrivateDaemon, paddock_binary};
+use crate::smoke::{self, Mode};
 
 /// Warm devices the measured daemon keeps.
 const WEB_WARM: usize = 3;
+/// Warm devices the daemon of a smoke run keeps: one Chromium is enough to check the answers.
+const SMOKE_WEB_WARM: usize = 1;
 /// Texts the table page's observation must show: its heading and the first row's email.
 const EXPECTED_HEADING: &str = "Accounts";
 const EXPECTED_CELL: &str = "user1@example.com";
@@ -149,8 +152,11 @@ struct PageMeasurements {
     screenshot: Measurement,
 }
 
-pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: DevicesArgs, mode: Mode) -> anyhow::Result<()> {
     let paddock = paddock_binary(args.paddock.clone())?;
+    if mode.is_smoke() {
+        return smoke(&paddock, args);
+    }
     let work = tempfile::tempdir()?;
     let peer_config = PeerConfig {
         node: args.node.clone(),
@@ -179,7 +185,7 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
         "warm acquisitions: {} + {} warm-up, daemon with --web-warm {WEB_WARM}",
         args.iterations, args.warmup
     ));
-    let warm = measure_warm(&mut paddock_mcp, &args)?;
+    let warm = measure_warm(&mut paddock_mcp, &args, WEB_WARM)?;
 
     progress("starting Playwright MCP");
     let peer = PlaywrightPeer::start(&peer_config).await?;
@@ -191,7 +197,7 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
         "page observations: {} + {} warm-up each, alternating",
         args.iterations, args.warmup
     ));
-    let pages = measure_pages(&mut paddock_mcp, &mut playwright, &table_url, &args)?;
+    let pages = measure_pages(&mut paddock_mcp, Some(&mut playwright), &table_url, &args)?;
 
     println!(
         "devices: Paddock web devices vs Playwright MCP {} ({} {}), same run; Chromium `{}`, Pixel 7 emulation on both",
@@ -283,6 +289,40 @@ pub(crate) async fn run(args: DevicesArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every measured operation once on Paddock alone (no Playwright MCP): a cold
+/// `provisionDevice`, a warm `getWeb`, and `observe` with and without a screenshot on the
+/// table page, whose heading and first row it must show. The same functions as the measurement
+/// do the work, so their checks are the smoke run's checks.
+fn smoke(paddock: &Path, args: DevicesArgs) -> anyhow::Result<()> {
+    let args = DevicesArgs {
+        iterations: 1,
+        cold_iterations: 1,
+        warmup: 0,
+        ..args
+    };
+    let fixture = FixtureApp::start()?;
+    let table_url = fixture.url(&format!("/table?rows={}", args.rows));
+    measure_cold(paddock, &args, 0)?;
+    let daemon = start_daemon(paddock, &args, SMOKE_WEB_WARM)?;
+    let mut client = paddock_client(&daemon)?;
+    measure_warm(&mut client, &args, SMOKE_WEB_WARM)?;
+    let pages = measure_pages(&mut client, None, &table_url, &args)?;
+    drop(daemon);
+    let image = pages
+        .observe_screenshot
+        .size
+        .image
+        .as_ref()
+        .map_or_else(|| "none".to_owned(), |image| image.mime.clone());
+    smoke::passed(
+        "devices",
+        &format!(
+            "provisionDevice launched a device cold, getWeb acquired a warm one, observe returned the page's text (`{EXPECTED_HEADING}`, `{EXPECTED_CELL}`) and observe+screenshot a screenshot ({image})"
+        ),
+    );
+    Ok(())
+}
+
 fn progress(message: &str) {
     use std::io::IsTerminal as _;
     if std::io::stderr().is_terminal() {
@@ -340,12 +380,16 @@ fn measure_cold(paddock: &Path, args: &DevicesArgs, warmup: u32) -> anyhow::Resu
     Ok(latency)
 }
 
-/// `getWeb` with a fresh session each time, once the pool is settled: `WEB_WARM` devices warm
+/// `getWeb` with a fresh session each time, once the pool is settled: `web_warm` devices warm
 /// and none resetting. The release and the pool's refill are untimed.
-fn measure_warm(client: &mut McpClient, args: &DevicesArgs) -> anyhow::Result<Latency> {
+fn measure_warm(
+    client: &mut McpClient,
+    args: &DevicesArgs,
+    web_warm: usize,
+) -> anyhow::Result<Latency> {
     let settled = |devices: &[(String, String)]| {
         devices.iter().all(|(_, state)| state != "resetting")
-            && devices.iter().filter(|(_, state)| state == "warm").count() >= WEB_WARM
+            && devices.iter().filter(|(_, state)| state == "warm").count() >= web_warm
     };
     let mut latency = Latency::default();
     for iteration in 0..args.warmup + args.iterations {
@@ -418,10 +462,10 @@ fn device_states(structured: &Value) -> Vec<(String, String)> {
 
 /// Both servers on the same page: Paddock's `observe` (with and without a screenshot) and
 /// Playwright MCP's `browser_snapshot` and `browser_take_screenshot`, alternating so that drift
-/// on a busy machine affects all four alike.
+/// on a busy machine affects all four alike. Without `playwright`, Paddock's alone.
 fn measure_pages(
     paddock: &mut McpClient,
-    playwright: &mut McpClient,
+    mut playwright: Option<&mut McpClient>,
     url: &str,
     args: &DevicesArgs,
 ) -> anyhow::Result<PageMeasurements> {
@@ -431,9 +475,11 @@ fn measure_pages(
     paddock
         .call_tool("openLink", &json!({ "url": url }), Some(session))
         .context("paddock openLink")?;
-    playwright
-        .call_tool("browser_navigate", &json!({ "url": url }), None)
-        .context("playwright browser_navigate")?;
+    if let Some(playwright) = playwright.as_deref_mut() {
+        playwright
+            .call_tool("browser_navigate", &json!({ "url": url }), None)
+            .context("playwright browser_navigate")?;
+    }
 
     let observe = json!({});
     let observe_screenshot = json!({ "screenshot": true });
@@ -447,11 +493,13 @@ fn measure_pages(
         if timed {
             pages.observe.record(&answer);
         }
-        let answer = playwright.call_tool("browser_snapshot", &empty, None)?;
-        check_observation(&answer, &[EXPECTED_CELL], false)
-            .context("playwright browser_snapshot")?;
-        if timed {
-            pages.snapshot.record(&answer);
+        if let Some(playwright) = playwright.as_deref_mut() {
+            let answer = playwright.call_tool("browser_snapshot", &empty, None)?;
+            check_observation(&answer, &[EXPECTED_CELL], false)
+                .context("playwright browser_snapshot")?;
+            if timed {
+                pages.snapshot.record(&answer);
+            }
         }
         let answer = paddock.call_tool("observe", &observe_screenshot, Some(session))?;
         check_observation(&answer, &[EXPECTED_HEADING, EXPECTED_CELL], true)
@@ -459,10 +507,12 @@ fn measure_pages(
         if timed {
             pages.observe_screenshot.record(&answer);
         }
-        let answer = playwright.call_tool("browser_take_screenshot", &empty, None)?;
-        check_observation(&answer, &[], true).context("playwright browser_take_screenshot")?;
-        if timed {
-            pages.screenshot.record(&answer);
+        if let Some(playwright) = playwright.as_deref_mut() {
+            let answer = playwright.call_tool("browser_take_screenshot", &empty, None)?;
+            check_observation(&answer, &[], true).context("playwright browser_take_screenshot")?;
+            if timed {
+                pages.screenshot.record(&answer);
+            }
         }
     }
     paddock.call_tool("releaseDevice", &json!({}), Some(session))?;

@@ -8,10 +8,13 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use crate::LoadArgs;
+use crate::daemon::{PrivateDaemon, paddock_binary};
+use crate::ingress::{EXPECTED_HEARTBEAT, spawn_bare_axum};
 use crate::probe::{self, Target};
+use crate::smoke::{self, Mode};
 use crate::ts_peer::{self, TsPeer};
 use crate::wrk::{self, Script, Summary};
-use crate::{LoadArgs, PrivateDaemon, paddock_binary, spawn_bare_axum};
 
 /// The request both MCP servers get: a stateless `tools/call` of a tool that does no work.
 const TOOLS_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"listDevices","arguments":{}}}"#;
@@ -24,8 +27,6 @@ const MCP_HEADERS: [(&str, &str); 3] = [
 
 /// What a successful `listDevices` answer contains on both servers.
 const EXPECTED_MCP_TEXT: &str = r#""devices":[]"#;
-
-const EXPECTED_HEARTBEAT: &str = r#"{"status":"ok"}"#;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,9 +54,12 @@ struct Server {
     runs: Vec<Summary>,
 }
 
-pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
-    wrk::check_installed()?;
+pub(crate) async fn run(args: McpArgs, mode: Mode) -> anyhow::Result<()> {
     let paddock = paddock_binary(args.load.paddock.clone())?;
+    if mode.is_smoke() {
+        return smoke(&paddock);
+    }
+    wrk::check_installed()?;
     let ts_dir = args
         .ts_server_dir
         .clone()
@@ -187,6 +191,20 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
         "paddock p99:                        {:>7.3} ms (goal < 5 ms: {})",
         ours.p99_ms,
         verdict(ours.p99_ms < 5.0)
+    );
+    Ok(())
+}
+
+/// The measured request once, on the daemon alone: the stateless `tools/call` must return
+/// `{"devices":[]}`.
+fn smoke(paddock: &Path) -> anyhow::Result<()> {
+    let daemon = PrivateDaemon::start(paddock, &["--web-warm", "0"])?;
+    let token = paddock_client::token::read_token_file(&daemon.token_file())?;
+    probe_tools_call(&daemon.url("/mcp")?, Some(token.expose_secret()))
+        .context("the paddock daemon")?;
+    smoke::passed(
+        "mcp",
+        "authenticated stateless tools/call `listDevices` returned {\"devices\":[]}",
     );
     Ok(())
 }

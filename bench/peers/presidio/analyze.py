@@ -1,6 +1,6 @@
-"""Presidio's analyzer over the documents `pii-bench` wrote, timed the same way.
+"""Presidio's analyzer over the documents `paddock-bench pii` wrote, timed the same way.
 
-Usage: python pii_bench_presidio.py DOCS.json SPACY_DIR
+Usage: python analyze.py DOCS.json SPACY_DIR (needs presidio-analyzer and spacy installed)
 Prints one JSON line: {"bytes": N, "seconds": S, "entities": E} per corpus.
 """
 import json

@@ -1,23 +1,46 @@
-//! `pii-bench`: default-pipeline throughput on clean prose and on secret-dense text, next to
-//! Presidio's analyzer on the same documents in the same run, and on adversarial inputs
-//! (repeated card numbers, long digit runs, runs of `@`, dense key triggers …) at 320 KiB,
-//! 640 KiB and 2 MiB, where a quadratic path would show as MB/s falling with size. Not a
-//! test: it prints numbers and ratios and asserts nothing.
-//!
-//! ```sh
-//! cargo run --release -p paddock-pii --example pii-bench -- --python /path/to/venv/bin/python
-//! ```
-//!
-//! `--python` names an interpreter with `presidio-analyzer` and `spacy` installed; without it
-//! only Paddock is measured. `--adversarial-only` skips the prose corpora, `--only TEXT` keeps
-//! the adversarial cases whose name contains TEXT, `--no-adversarial` skips them. The corpora
-//! are generated from a fixed seed, so every run scans the same bytes.
+//! `paddock-bench pii`: the default PII pipeline's throughput on clean prose and on
+//! secret-dense text, next to Presidio's analyzer on the same documents in the same run
+//! (`bench/peers/presidio/analyze.py`, run by `--python`), and on adversarial inputs (repeated
+//! card numbers, long digit runs, runs of `@`, dense key triggers …) at 320 KiB, 640 KiB and
+//! 2 MiB, where a quadratic path would show as MB/s falling with size. The corpora are generated
+//! from a fixed seed, so every run scans the same bytes.
 
-use std::io::Write;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use paddock_pii::redact_defaults;
+use anyhow::{Context as _, bail};
+use paddock_pii::{DefaultFilter, redact_defaults};
+use serde_json::Value as Json;
+
+use crate::smoke::{self, Mode};
+
+/// The Presidio peer, compiled in so that the binary runs it from anywhere.
+const PRESIDIO_SCRIPT: &str = include_str!("../../../bench/peers/presidio/analyze.py");
+
+/// The size each adversarial input is built at in a smoke run: enough for every shape to repeat.
+const SMOKE_ADVERSARIAL_SIZE: usize = 4 * 1024;
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct PiiArgs {
+    /// A Python interpreter with `presidio-analyzer` and `spacy` installed; without it only
+    /// Paddock is measured.
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Seconds per corpus measurement.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Skip the prose corpora (and so Presidio).
+    #[arg(long, conflicts_with = "no_adversarial")]
+    adversarial_only: bool,
+    /// Skip the adversarial inputs.
+    #[arg(long)]
+    no_adversarial: bool,
+    /// Only the adversarial cases whose name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    only: Option<String>,
+}
 
 /// xorshift64*: deterministic and dependency-free.
 struct Rng(u64);
@@ -191,6 +214,11 @@ fn luhn_complete(body: &str) -> String {
     format!("{body}{}", (10 - sum % 10) % 10)
 }
 
+/// A Visa-like card number that passes the Luhn check.
+fn card_number(rng: &mut Rng) -> String {
+    luhn_complete(&format!("4{}", rng.chars("0123456789", 14)))
+}
+
 fn secret_dense(rng: &mut Rng, bytes: usize) -> Vec<String> {
     const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut docs = Vec::new();
@@ -204,10 +232,7 @@ fn secret_dense(rng: &mut Rng, bytes: usize) -> Vec<String> {
                     rng.chars("abcdefghij", 5),
                     rng.chars("klmnop", 4)
                 ),
-                1 => format!(
-                    "Card {} expires 04/29.",
-                    luhn_complete(&format!("4{}", rng.chars("0123456789", 14)))
-                ),
+                1 => format!("Card {} expires 04/29.", card_number(rng)),
                 2 => format!(
                     "Call +44 20 7946 0{} after five.",
                     rng.chars("0123456789", 3)
@@ -335,13 +360,11 @@ fn distinct(value: Value, size: usize) -> String {
     text
 }
 
-/// Runs the default pipeline once over each adversarial input and prints seconds and MB/s.
-fn adversarial(only: Option<&str>) {
-    println!("adversarial inputs, one run each (MB/s at 320 KiB / 640 KiB / 2 MiB):");
-    // Build the lazily compiled automata, expressions and metadata before anything is timed.
-    run_defaults(
-        "warm up: jane@example.com 4111 1111 1111 1111 token=abcdefgh12345678 +44 20 7946 0958",
-    );
+/// A named adversarial input, built at a given size.
+type Case = (&'static str, Box<dyn Fn(usize) -> String>);
+
+/// Every adversarial input, repeated units first, whose name contains `only` when given.
+fn adversarial_cases(only: Option<&str>) -> Vec<Case> {
     let repeats = ADVERSARIAL.iter().map(|&(name, prefix, unit)| {
         (
             name,
@@ -354,10 +377,20 @@ fn adversarial(only: Option<&str>) {
             Box::new(move |size| distinct(value, size)) as Box<dyn Fn(usize) -> String>,
         )
     });
-    for (name, build) in repeats.chain(distincts) {
-        if only.is_some_and(|only| !name.contains(only)) {
-            continue;
-        }
+    repeats
+        .chain(distincts)
+        .filter(|(name, _)| only.is_none_or(|only| name.contains(only)))
+        .collect()
+}
+
+/// Runs the default pipeline once over each adversarial input and prints seconds and MB/s.
+fn adversarial(only: Option<&str>) {
+    println!("adversarial inputs, one run each (MB/s at 320 KiB / 640 KiB / 2 MiB):");
+    // Build the lazily compiled automata, expressions and metadata before anything is timed.
+    run_defaults(
+        "warm up: jane@example.com 4111 1111 1111 1111 token=abcdefgh12345678 +44 20 7946 0958",
+    );
+    for (name, build) in adversarial_cases(only) {
         print!("  {name:<36}");
         let mut outcome = "";
         for size in ADVERSARIAL_SIZES {
@@ -404,36 +437,18 @@ fn measure(docs: &[String], min: Duration) -> (f64, usize) {
     (bytes as f64 * f64::from(passes) / seconds / 1e6, triggered)
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let mut python = None;
-    let mut seconds = 3u64;
-    let mut prose_corpora = true;
-    let mut adversarial_cases = true;
-    let mut only = None;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--python" => python = args.next(),
-            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(3),
-            "--adversarial-only" => prose_corpora = false,
-            "--no-adversarial" => adversarial_cases = false,
-            "--only" => only = args.next(),
-            other => {
-                eprintln!(
-                    "unknown argument `{other}`; usage: pii-bench [--python PATH] [--seconds N] [--adversarial-only | --no-adversarial] [--only TEXT]"
-                );
-                std::process::exit(2);
-            }
-        }
+pub(crate) fn run(args: &PiiArgs, mode: Mode) -> anyhow::Result<()> {
+    if mode.is_smoke() {
+        return smoke(args.only.as_deref());
     }
-    if !prose_corpora {
-        adversarial(only.as_deref());
-        return;
+    if args.adversarial_only {
+        adversarial(args.only.as_deref());
+        return Ok(());
     }
     let mut rng = Rng(0x5eed_1234_abcd_0042);
     let clean = prose(&mut rng, 512 * 1024);
     let dense = secret_dense(&mut rng, 256 * 1024);
-    let min = Duration::from_secs(seconds);
+    let min = Duration::from_secs(args.seconds);
     let (clean_mbps, clean_hits) = measure(&clean, min);
     let (dense_mbps, dense_hits) = measure(&dense, min);
     println!("paddock-pii default pipeline, one thread:");
@@ -449,71 +464,95 @@ fn main() {
         dense.len(),
         dense.iter().map(String::len).sum::<usize>()
     );
-    if adversarial_cases {
-        adversarial(only.as_deref());
+    if !args.no_adversarial {
+        adversarial(args.only.as_deref());
     }
-    let Some(python) = python else {
+    let Some(python) = &args.python else {
         println!("(pass --python PATH to compare with Presidio)");
-        return;
+        return Ok(());
     };
-    let dir = std::env::temp_dir().join(format!("pii-bench-{}", std::process::id()));
-    if let Err(error) = std::fs::create_dir_all(&dir) {
-        eprintln!("cannot create `{}`: {error}", dir.display());
-        std::process::exit(1);
-    }
-    let docs_path = dir.join("docs.json");
-    let script_path = dir.join("presidio.py");
-    let json = serde_json::json!({ "clean": clean, "dense": dense });
-    let written = std::fs::File::create(&docs_path)
-        .and_then(|mut f| f.write_all(json.to_string().as_bytes()))
-        .and_then(|()| std::fs::write(&script_path, include_str!("pii_bench_presidio.py")));
-    if let Err(error) = written {
-        eprintln!("cannot write the benchmark files: {error}");
-        std::process::exit(1);
-    }
-    let output = Command::new(&python)
-        .arg(&script_path)
-        .arg(&docs_path)
-        .arg(dir.join("spacy-en"))
-        .output();
-    let _ = std::fs::remove_dir_all(&dir);
-    let output = match output {
-        Ok(output) if output.status.success() => output,
-        Ok(output) => {
-            eprintln!(
-                "`{python}` failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            std::process::exit(1);
-        }
-        Err(error) => {
-            eprintln!("cannot run `{python}`: {error}");
-            std::process::exit(1);
-        }
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let Some(result) = stdout
-        .lines()
-        .last()
-        .and_then(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-    else {
-        eprintln!("unexpected output from the Presidio script: {stdout}");
-        std::process::exit(1);
-    };
+    let result = presidio(python, &clean, &dense)?;
     println!("Presidio analyzer (SlimSpacyNlpEngine, blank English pipeline), same documents:");
-    for (name, ours) in [("clean", clean_mbps), ("dense", dense_mbps)] {
+    for (name, label, ours) in [
+        ("clean", "clean prose", clean_mbps),
+        ("dense", "secret-dense", dense_mbps),
+    ] {
         let bytes = result[name]["bytes"].as_f64().unwrap_or(0.0);
         let secs = result[name]["seconds"].as_f64().unwrap_or(f64::NAN);
         let theirs = bytes / secs / 1e6;
-        let label = if name == "clean" {
-            "clean prose"
-        } else {
-            "secret-dense"
-        };
         println!(
             "  {label:<12}  {theirs:>9.3} MB/s  ({} entities)   paddock is {:.0}x faster",
             result[name]["entities"],
             ours / theirs
         );
     }
+    Ok(())
+}
+
+/// Runs the Presidio script with `python` over both corpora; returns its JSON line.
+fn presidio(python: &Path, clean: &[String], dense: &[String]) -> anyhow::Result<Json> {
+    let dir = tempfile::Builder::new().prefix("pii-bench-").tempdir()?;
+    let docs_path = dir.path().join("docs.json");
+    let script_path = dir.path().join("analyze.py");
+    let json = serde_json::json!({ "clean": clean, "dense": dense });
+    std::fs::write(&docs_path, json.to_string())
+        .and_then(|()| std::fs::write(&script_path, PRESIDIO_SCRIPT))
+        .context("cannot write the benchmark files")?;
+    let output = Command::new(python)
+        .arg(&script_path)
+        .arg(&docs_path)
+        .arg(dir.path().join("spacy-en"))
+        .output()
+        .with_context(|| format!("cannot run `{}`", python.display()))?;
+    if !output.status.success() {
+        bail!(
+            "`{}` failed:\n{}\nhint: it needs presidio-analyzer and spacy (pip install presidio-analyzer spacy)",
+            python.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .last()
+        .and_then(|line| serde_json::from_str::<Json>(line).ok())
+        .with_context(|| format!("unexpected output from the Presidio script: {stdout}"))
+}
+
+/// The measured operation once: the default pipeline over a secret-dense document with a card
+/// number in it, which must come back without the number and with the card filter triggered;
+/// then each adversarial input, small, which must finish within the pipeline's deadline.
+fn smoke(only: Option<&str>) -> anyhow::Result<()> {
+    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    let card = card_number(&mut rng);
+    let mut text = secret_dense(&mut rng, 1).concat();
+    text.push_str(&format!("Card {card} expires 04/29.\n"));
+    let redacted = run_defaults(&text).context("the default pipeline failed (deadline hit)")?;
+    if redacted.text.contains(&card) {
+        bail!("the default pipeline left the card `{card}` in the text");
+    }
+    let cards = DefaultFilter::BankCards.id();
+    if !redacted.triggered_filters.iter().any(|id| id == cards) {
+        bail!(
+            "`{cards}` did not trigger on the card `{card}`; triggered: {:?}",
+            redacted.triggered_filters
+        );
+    }
+    let cases = adversarial_cases(only);
+    for (name, build) in &cases {
+        if run_defaults(&build(SMOKE_ADVERSARIAL_SIZE)).is_none() {
+            bail!(
+                "the adversarial input `{name}` hit the deadline at {SMOKE_ADVERSARIAL_SIZE} bytes"
+            );
+        }
+    }
+    smoke::passed(
+        "pii",
+        &format!(
+            "the default pipeline redacted the card {card} ({cards} triggered) and ran {} adversarial inputs at {} KiB",
+            cases.len(),
+            SMOKE_ADVERSARIAL_SIZE / 1024
+        ),
+    );
+    Ok(())
 }
