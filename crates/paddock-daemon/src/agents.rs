@@ -33,6 +33,11 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+/// The variable that tells a session's `paddock` command where the control socket is.
+pub const CONTROL_SOCKET_VAR: &str = "PADDOCK_CONTROL_SOCKET";
+/// The variable that names a session's bot.
+pub const BOT_VAR: &str = "PADDOCK_BOT_ID";
+
 /// Events kept per session for re-attaching; older ones are dropped (and a client asking for
 /// them is told how many it missed).
 const MAX_KEPT_EVENTS: usize = 20_000;
@@ -67,6 +72,8 @@ struct Inner {
     shutting_down: AtomicBool,
     /// The daemon's own environment, for requests that name no upstream.
     env: ClientEnv,
+    /// The control socket, given to every session's environment.
+    socket: Option<PathBuf>,
 }
 
 /// One hosted session.
@@ -104,6 +111,7 @@ impl AgentsHost {
         state_dir: &std::path::Path,
         paddock_command: Option<PathBuf>,
         env: ClientEnv,
+        socket: Option<PathBuf>,
     ) -> Result<Self, ControlError> {
         let mut host = HostConfig::new(state_dir.join("agents"));
         host.paddock_command = paddock_command;
@@ -119,6 +127,7 @@ impl AgentsHost {
                 sessions: Mutex::new(BTreeMap::new()),
                 shutting_down: AtomicBool::new(false),
                 env,
+                socket,
             }),
         })
     }
@@ -126,6 +135,14 @@ impl AgentsHost {
     /// The broker every launch mints from.
     pub fn broker(&self) -> &CredentialBroker {
         &self.inner.broker
+    }
+
+    /// The running session of `bot`, if one is running.
+    pub fn running_for_bot(&self, bot: &str) -> Option<String> {
+        self.lock_sessions()
+            .values()
+            .find(|hosted| hosted.bot == bot && hosted.session.closed_now().is_none())
+            .map(|hosted| hosted.id.clone())
     }
 
     /// The running session whose launch holds `voucher`, and its bot.
@@ -204,7 +221,16 @@ impl AgentsHost {
                 model: params.model.clone().map_or(Model::Default, Model::Named),
                 mode,
             },
-            env: params.env.clone(),
+            env: {
+                // The session's `paddock` command reaches this daemon with its voucher.
+                let mut env = params.env.clone();
+                env.retain(|(name, _)| name != CONTROL_SOCKET_VAR && name != BOT_VAR);
+                if let Some(socket) = &self.inner.socket {
+                    env.push((CONTROL_SOCKET_VAR.to_owned(), socket.display().to_string()));
+                }
+                env.push((BOT_VAR.to_owned(), bot.clone()));
+                env
+            },
         };
         let session = match AgentDriverSdk::new(host).open(request).await {
             Ok(session) => session,
@@ -731,7 +757,7 @@ fn parse_mode(text: Option<&str>) -> Result<Mode, ControlError> {
 }
 
 /// Bot ids name directories and channel refs: plain words.
-fn check_bot(bot: &str) -> Result<(), ControlError> {
+pub(crate) fn check_bot(bot: &str) -> Result<(), ControlError> {
     let ok = (1..=64).contains(&bot.len())
         && bot
             .bytes()

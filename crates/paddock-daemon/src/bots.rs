@@ -196,7 +196,10 @@ impl BotsHost {
         if !bot.cwd.is_absolute() {
             return Err(ControlError::new(
                 ErrorCode::InvalidParams,
-                format!("the working directory `{}` must be absolute", bot.cwd.display()),
+                format!(
+                    "the working directory `{}` must be absolute",
+                    bot.cwd.display()
+                ),
             ));
         }
         let stored = paddock_store::BotDefinition {
@@ -245,7 +248,10 @@ impl BotsHost {
     }
 
     /// `bots/message`: stores the owner's message and wakes the bot with a notice.
-    pub async fn message(&self, params: BotMessageParams) -> Result<BotMessageResult, ControlError> {
+    pub async fn message(
+        &self,
+        params: BotMessageParams,
+    ) -> Result<BotMessageResult, ControlError> {
         let definition = self.definition(&params.bot).await?;
         let target = params.target.clone().unwrap_or_else(|| OWNER_DM.to_owned());
         check_target(&target)?;
@@ -361,7 +367,11 @@ impl BotsHost {
     }
 
     /// `inbox/ack` for `bot`.
-    pub async fn ack(&self, bot: &str, params: InboxAckParams) -> Result<InboxCursorResult, ControlError> {
+    pub async fn ack(
+        &self,
+        bot: &str,
+        params: InboxAckParams,
+    ) -> Result<InboxCursorResult, ControlError> {
         let id = bot.to_owned();
         let cursor = self
             .blocking(move |store| {
@@ -378,7 +388,11 @@ impl BotsHost {
     }
 
     /// `message/send` for `bot`: freshness guard, then the bot's PII pipeline (fail closed).
-    pub async fn send(&self, bot: &str, params: MessageSendParams) -> Result<MessageSendResult, ControlError> {
+    pub async fn send(
+        &self,
+        bot: &str,
+        params: MessageSendParams,
+    ) -> Result<MessageSendResult, ControlError> {
         check_target(&params.target)?;
         let text = params.text.expose().to_owned();
         if text.len() > MAX_MESSAGE_BYTES {
@@ -434,7 +448,10 @@ impl BotsHost {
         let redacted = match filtered {
             Ok(redacted) => redacted,
             Err(error) => {
-                let reason = format!("the bot's PII pipeline failed, so nothing was sent: {}", error.message);
+                let reason = format!(
+                    "the bot's PII pipeline failed, so nothing was sent: {}",
+                    error.message
+                );
                 self.draft(bot, &params.target, &text, "blocked", &reason, &fact)
                     .await?;
                 return Ok(MessageSendResult {
@@ -562,7 +579,14 @@ mod tests {
         for good in [OWNER_DM, "/.dm/ada#7", "/acme#42/general"] {
             assert!(check_target(good).is_ok(), "{good}");
         }
-        for bad in ["", "owner", "/acme/general", "/.dm/", "/a#1/b/c", "/.dm/../x"] {
+        for bad in [
+            "",
+            "owner",
+            "/acme/general",
+            "/.dm/",
+            "/a#1/b/c",
+            "/.dm/../x",
+        ] {
             assert!(check_target(bad).is_err(), "{bad}");
         }
     }

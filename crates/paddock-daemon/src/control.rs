@@ -84,6 +84,8 @@ pub trait ControlHandler: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<PiiRedactResult, ControlError>>;
     /// The hosted agents (`agents/*`).
     fn agents(&self) -> &AgentsHost;
+    /// Bots and their inboxes (`bots/*`, and a session's `inbox/*` and `message/send`).
+    fn bots(&self) -> &crate::bots::BotsHost;
     /// `auth/hello`: who the presented token or voucher speaks for.
     fn authenticate(&self, params: &AuthHelloParams) -> Result<Role, ControlError>;
 }
@@ -115,10 +117,24 @@ impl Role {
 }
 
 /// Whether `role` may make `call`. `daemon/status` carries no secret and needs no proof; the
-/// owner may do everything; an agent session may list and add its own bot's PII filters.
+/// owner may do everything but a session's own inbox calls; an agent session may pull, ack and
+/// send for its own bot and list and add its own bot's PII filters.
 fn permitted(role: Option<&Role>, call: &ControlCall) -> Result<(), ControlError> {
+    let session_only = matches!(
+        call,
+        ControlCall::InboxPull | ControlCall::InboxAck(_) | ControlCall::MessageSend(_)
+    );
     match (role, call) {
-        (_, ControlCall::Status) | (Some(Role::Owner), _) => Ok(()),
+        (_, ControlCall::Status) => Ok(()),
+        (Some(Role::Owner), _) if session_only => Err(ControlError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "`{}` is an agent session's own call (it authenticates with its voucher); the owner reads a bot's messages with `paddock bot outbox`",
+                call.method()
+            ),
+        )),
+        (Some(Role::Owner), _) => Ok(()),
+        (Some(Role::Session { .. }), _) if session_only => Ok(()),
         (Some(Role::Session { bot, .. }), ControlCall::PiiList(params)) if params.bot == *bot => {
             Ok(())
         }
@@ -128,7 +144,7 @@ fn permitted(role: Option<&Role>, call: &ControlCall) -> Result<(), ControlError
         (Some(Role::Session { bot, .. }), _) => Err(ControlError::new(
             ErrorCode::Forbidden,
             format!(
-                "an agent session may only ask `pii/list` and `pii/add` for its own bot `{bot}`, and `daemon/status`"
+                "an agent session may only pull, ack and send its own inbox, ask `pii/list` and `pii/add` for its own bot `{bot}`, and `daemon/status`"
             ),
         )),
         (None, _) => Err(ControlError::new(
@@ -354,6 +370,27 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 answer(id, handler.agents().snapshot(params).await)
             }
             ControlCall::AgentsList => answer(id, Ok(handler.agents().list().await)),
+            ControlCall::BotsAdd(params) => answer(id, handler.bots().add(params).await),
+            ControlCall::BotsRemove(params) => answer(id, handler.bots().remove(params).await),
+            ControlCall::BotsList => answer(id, handler.bots().list().await),
+            ControlCall::BotsMessage(params) => answer(id, handler.bots().message(params).await),
+            ControlCall::BotsOutbox(params) => answer(id, handler.bots().outbox(params).await),
+            ControlCall::InboxPull => match &role {
+                Some(Role::Session { bot, .. }) => answer(id, handler.bots().pull(bot).await),
+                _ => continue,
+            },
+            ControlCall::InboxAck(params) => match &role {
+                Some(Role::Session { bot, .. }) => {
+                    answer(id, handler.bots().ack(bot, params).await)
+                }
+                _ => continue,
+            },
+            ControlCall::MessageSend(params) => match &role {
+                Some(Role::Session { bot, .. }) => {
+                    answer(id, handler.bots().send(bot, params).await)
+                }
+                _ => continue,
+            },
             ControlCall::AgentsEvents(params) => match handler.agents().follow(&params) {
                 Err(error) => error_response(id, error),
                 Ok(cursor) => match stream_events(id, &mut reader, &mut writer, cursor).await {

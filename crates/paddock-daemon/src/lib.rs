@@ -3,6 +3,7 @@
 //! plug in through [`Subsystem`].
 
 pub mod agents;
+pub mod bots;
 pub mod control;
 pub mod credentials;
 pub mod devices;

@@ -12,6 +12,7 @@ use paddock_client::{ClientEnv, DaemonPaths, PidRecord, SecretString};
 use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamTrust};
 
 use crate::agents::AgentsHost;
+use crate::bots::BotsHost;
 use paddock_ingress::{BoundIngress, IngressConfig};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
@@ -185,7 +186,7 @@ pub async fn run(
         LockAttempt::HeldElsewhere => return Ok(RunOutcome::AlreadyRunning),
     };
     let started = Instant::now();
-    let (mcp, pool) = build_mcp(&config, &paths, started)?;
+    let (mcp, pool, store) = build_mcp(&config, &paths, started)?;
     // The one broker: the agents subsystem adds an upstream per launch (it listens nowhere
     // until then) and mints every launch's voucher here.
     let credentials = CredentialBroker::start(CredentialBrokerConfig {
@@ -199,6 +200,7 @@ pub async fn run(
         &paths.state_dir,
         std::env::current_exe().ok(),
         config.env.clone(),
+        Some(paths.socket.clone()),
     )
     .map_err(|error| anyhow::anyhow!("{error}"))?;
     // Reads no pipeline yet: each bot's file is loaded on first use, so a bad file is that
@@ -256,8 +258,9 @@ pub async fn run(
         pool: pool.clone(),
         mcp: mcp.clone(),
         credentials: credentials.clone(),
-        pii,
+        pii: pii.clone(),
         agents: agents.clone(),
+        bots: BotsHost::new(store, agents.clone(), pii),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(
@@ -379,7 +382,7 @@ fn build_mcp(
     config: &DaemonConfig,
     paths: &DaemonPaths,
     started: Instant,
-) -> anyhow::Result<(Arc<McpHost>, Pool)> {
+) -> anyhow::Result<(Arc<McpHost>, Pool, Arc<Store>)> {
     let database = paths.state_dir.join("paddock.db");
     let store = Arc::new(Store::open(&database)?);
     let catalog = paddock_tools::catalog::builtin();
@@ -409,13 +412,13 @@ fn build_mcp(
         process_options: ProcessOptions {
             debug: config.mcp.debug,
         },
-        store,
+        store: store.clone(),
         audit: Arc::new(StderrAuditSink::new()),
         info,
     });
     info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");
     let host = McpHost::new(registry, policy, Arc::new(pool.clone()));
-    Ok((Arc::new(host), pool))
+    Ok((Arc::new(host), pool, store))
 }
 
 /// A fresh id for this daemon run; device bindings carry it so a restart can end them.

@@ -21,6 +21,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
 
 use crate::agents::AgentsHost;
+use crate::bots::BotsHost;
 use crate::control::{ControlHandler, Role};
 use crate::mcp::McpHost;
 use crate::pii::PiiHost;
@@ -55,6 +56,8 @@ pub struct ControlServices {
     pub pii: PiiHost,
     /// The hosted agents; they mint from `credentials`.
     pub agents: AgentsHost,
+    /// Bots, their inboxes and outboxes.
+    pub bots: BotsHost,
 }
 
 impl std::fmt::Debug for ControlServices {
@@ -172,6 +175,10 @@ impl ControlHandler for ControlServices {
 
     fn agents(&self) -> &AgentsHost {
         &self.agents
+    }
+
+    fn bots(&self) -> &BotsHost {
+        &self.bots
     }
 
     fn authenticate(&self, params: &AuthHelloParams) -> Result<Role, ControlError> {
