@@ -9,13 +9,16 @@
 //! Inside, the logical session (`session.rs`) owns admission, FIFO queueing, safe-boundary
 //! delivery, terminal ordering and cleanup; a process lane (`lane.rs`) runs the CLI in its own
 //! process group with strict newline framing; adapters (`adapters/`) translate one vendor's
-//! protocol. This crate knows nothing of the daemon, MCP or HTTP servers.
+//! protocol. [`manager`] is the pure scheduling policy a host uses to run one bot's agent
+//! process over sessions: single flight, wake and sleep, coalescing, stall detection. This crate
+//! knows nothing of the daemon, MCP or HTTP servers.
 
 pub mod adapters;
 pub mod contract;
 pub mod credentials;
 pub mod host;
 mod lane;
+pub mod manager;
 mod session;
 pub mod testing;
 
