@@ -1,6 +1,7 @@
 //! The `paddock` command: clap definitions and glue. The work happens in the library crates.
 
 mod agent_cmd;
+mod bot_cmd;
 mod credentials_cmd;
 mod daemon_cmd;
 mod devices_cmd;
@@ -41,15 +42,38 @@ enum Command {
     /// A bot's PII filters: list and add (agent sessions), enable, disable, delete and test
     /// (the owner), redact text on stdin (scripts).
     Pii(pii_cmd::PiiArgs),
+    /// Bots (the owner's): define them, message them, read their outbox.
+    #[command(subcommand)]
+    Bot(bot_cmd::BotCommand),
+    /// Inside an agent session: pull and acknowledge the bot's inbox.
+    #[command(subcommand)]
+    Inbox(bot_cmd::InboxCommand),
+    /// Inside an agent session: send a message (freshness guard, then PII filters).
+    #[command(subcommand)]
+    Message(bot_cmd::MessageCommand),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
 pub const EXIT_NOT_RUNNING: u8 = 3;
 
-/// Connects to the daemon's control socket, or tells the user it is not running and gives the
-/// exit code for that.
+/// Connects to the daemon's control socket — as the owner (with the token), or, inside an agent
+/// session (`PADDOCK_CONTROL_SOCKET` and the voucher file are set), as that session — or tells
+/// the user it is not running and gives the exit code for that.
 pub async fn connect_daemon()
 -> anyhow::Result<Result<paddock_client::control::ControlClient, ExitCode>> {
+    let socket = std::env::var_os("PADDOCK_CONTROL_SOCKET");
+    let voucher_file = std::env::var_os("PADDOCK_PROXY_TOKEN_FILE");
+    if let (Some(socket), Some(voucher_file)) = (socket, voucher_file) {
+        let voucher = std::fs::read_to_string(&voucher_file).map_err(|error| {
+            anyhow::anyhow!("could not read this session's voucher file: {error}")
+        })?;
+        let (client, _) = paddock_client::control::ControlClient::connect_session(
+            std::path::Path::new(&socket),
+            voucher.trim(),
+        )
+        .await?;
+        return Ok(Ok(client));
+    }
     let paths = paddock_client::DaemonPaths::resolve(&paddock_client::ClientEnv::from_process());
     match paddock_client::control::ControlClient::connect_owner(&paths).await {
         Ok(client) => Ok(Ok(client)),
@@ -115,6 +139,9 @@ fn main() -> ExitCode {
             Command::Credentials(args) => credentials_cmd::run(args).await,
             Command::Agent(command) => agent_cmd::run(command, &cli.logging).await,
             Command::Pii(args) => pii_cmd::run(args).await,
+            Command::Bot(command) => bot_cmd::run_bot(command).await,
+            Command::Inbox(command) => bot_cmd::run_inbox(command).await,
+            Command::Message(command) => bot_cmd::run_message(command).await,
         }
     });
     match result {
