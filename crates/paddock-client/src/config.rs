@@ -18,6 +18,7 @@
 //! [agents]
 //! sandbox = "landlock"      # or "off"; default: landlock where the kernel supports it
 //! idle_stop_secs = 600      # stop an agent session idle this long
+//! stall_after_secs = 600    # end a turn that sends no event this long
 //!
 //! [upstreams.anthropic]     # Anthropic Messages (claude, pi)
 //! url = "https://api.anthropic.com"
@@ -210,6 +211,8 @@ pub struct AgentsConfig {
     pub sandbox: Option<SandboxMode>,
     /// `idle_stop_secs` (at least 1); `None` leaves the choice to the daemon.
     pub idle_stop: Option<Duration>,
+    /// `stall_after_secs` (at least 1): a turn with no event for this long is ended.
+    pub stall_after: Option<Duration>,
 }
 
 /// How agent processes are confined.
@@ -320,16 +323,16 @@ impl PaddockConfig {
             openai_chat: check(raw_upstreams.openai_chat)?,
         };
         let raw_agents = raw.agents.unwrap_or_default();
-        let idle_stop = match raw_agents.idle_stop_secs {
-            Some(secs) if *secs.get_ref() == 0 => {
-                return Err(invalid(
-                    Some(secs.span()),
-                    "`idle_stop_secs` must be at least 1; leave it out for the default".into(),
-                ));
-            }
-            Some(secs) => Some(Duration::from_secs(secs.into_inner())),
-            None => None,
+        let seconds = |value: Option<Spanned<u64>>, name: &str| match value {
+            Some(secs) if *secs.get_ref() == 0 => Err(invalid(
+                Some(secs.span()),
+                format!("`{name}` must be at least 1; leave it out for the default"),
+            )),
+            Some(secs) => Ok(Some(Duration::from_secs(secs.into_inner()))),
+            None => Ok(None),
         };
+        let idle_stop = seconds(raw_agents.idle_stop_secs, "idle_stop_secs")?;
+        let stall_after = seconds(raw_agents.stall_after_secs, "stall_after_secs")?;
         Ok(Self {
             path: Some(path.to_path_buf()),
             agents: AgentsConfig {
@@ -338,6 +341,7 @@ impl PaddockConfig {
                     RawSandbox::Off => SandboxMode::Off,
                 }),
                 idle_stop,
+                stall_after,
             },
             upstreams,
         })
@@ -1052,6 +1056,7 @@ struct RawConfig {
 struct RawAgents {
     sandbox: Option<RawSandbox>,
     idle_stop_secs: Option<Spanned<u64>>,
+    stall_after_secs: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]

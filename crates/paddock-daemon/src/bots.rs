@@ -1,20 +1,19 @@
 //! Bots and their inboxes (spec 004, "Inbox layer"): named agents with a stored definition,
 //! messages that arrive for them, and what they send. A message for a bot is stored, and the
 //! bot is woken — its running session is handed a notice, or a session is opened from its
-//! definition with the notice as the first message. The notice carries metadata only
+//! definition — through the bot's manager (`crate::runner`). The notice carries metadata only
 //! (`[inbox notice: N new in <ref> from <sender>, latest #<seq>]`); the agent pulls bodies with
 //! `paddock inbox pull`, authenticated by its voucher. An outgoing `message send` passes the
 //! freshness guard ([`plan_send`], a pure function) and then the bot's PII pipeline, which
-//! fails closed; a held or blocked send is saved as a draft. Wakes are single-flight per bot.
+//! fails closed; a held or blocked send is saved as a draft.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use paddock_client::control::{
-    AgentsOpenParams, AgentsSendParams, BotDefinition, BotMessageParams, BotMessageResult,
-    BotParams, BotRemoved, BotsListResult, ControlError, ErrorCode, InboxAckParams,
-    InboxCursorResult, InboxEntry, InboxPullResult, MessageSendParams, MessageSendResult,
-    OutboxMessage, OutboxResult, PiiTextParams, SensitiveText,
+    AgentsOpenParams, BotDefinition, BotMessageParams, BotMessageResult, BotParams, BotRemoved,
+    BotsListResult, ControlError, ErrorCode, InboxAckParams, InboxCursorResult, InboxEntry,
+    InboxPullResult, MessageSendParams, MessageSendResult, OutboxMessage, OutboxResult,
+    PiiTextParams, SensitiveText,
 };
 use paddock_store::{InboxMessage, Store};
 use sha2::{Digest as _, Sha256};
@@ -140,8 +139,8 @@ pub struct BotsHost {
     store: Arc<Store>,
     agents: AgentsHost,
     pii: PiiHost,
-    /// One wake at a time per bot, so a burst of messages opens one session.
-    waking: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// One manager per bot: single flight, coalescing, idle stop, stall detection.
+    runners: crate::runner::Runners,
 }
 
 impl std::fmt::Debug for BotsHost {
@@ -165,12 +164,17 @@ fn entry(message: &InboxMessage) -> InboxEntry {
 }
 
 impl BotsHost {
-    pub fn new(store: Arc<Store>, agents: AgentsHost, pii: PiiHost) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        agents: AgentsHost,
+        pii: PiiHost,
+        timing: crate::runner::Timing,
+    ) -> Self {
         Self {
+            runners: crate::runner::Runners::new(agents.clone(), store.clone(), timing),
             store,
             agents,
             pii,
-            waking: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -266,49 +270,21 @@ impl BotsHost {
         let seq = self
             .blocking(move |store| store.inbox_append(&bot, &target, "owner", &text))
             .await?;
-        let (session, notice) = self.wake(&definition).await?;
-        Ok(BotMessageResult {
-            seq,
-            session,
-            notice,
-        })
+        let session = self.wake(&definition, seq);
+        info!(bot = %definition.id, seq, "message for a bot");
+        Ok(BotMessageResult { seq, session })
     }
 
-    /// Hands the bot's running session a notice of what it has not seen, or opens a session
-    /// from its definition with the notice as the first message. Single-flight per bot.
-    async fn wake(
-        &self,
-        definition: &paddock_store::BotDefinition,
-    ) -> Result<(String, String), ControlError> {
-        let gate = {
-            let mut waking = self.waking.lock().unwrap_or_else(PoisonError::into_inner);
-            waking.entry(definition.id.clone()).or_default().clone()
-        };
-        let _single = gate.lock().await;
-        let id = definition.id.clone();
-        let pending = self
-            .blocking(move |store| {
-                let cursor = store.inbox_cursor(&id)?;
-                store.inbox_after(&id, cursor.seen)
-            })
-            .await?;
-        let notice = notice(&pending);
-        if let Some(session) = self.agents.running_for_bot(&definition.id) {
-            self.agents
-                .send(AgentsSendParams {
-                    id: session.clone(),
-                    text: SensitiveText::new(notice.clone()),
-                })
-                .await?;
-            return Ok((session, notice));
-        }
+    /// Hands the message to the bot's manager (`crate::runner`): it starts a session from the
+    /// definition when none runs, and delivers one notice of everything unseen at the next
+    /// safe boundary. Returns the session running now, if any.
+    fn wake(&self, definition: &paddock_store::BotDefinition, seq: u64) -> Option<String> {
         let instructions = match &definition.instructions {
             Some(own) => format!("{INBOX_INSTRUCTIONS}\n\n{own}"),
             None => INBOX_INSTRUCTIONS.to_owned(),
         };
-        let opened = self
-            .agents
-            .open(AgentsOpenParams {
+        let launch = crate::runner::Launch {
+            open: AgentsOpenParams {
                 backend: definition.backend.clone(),
                 cwd: definition.cwd.clone().into(),
                 model: definition.model.clone(),
@@ -318,11 +294,12 @@ impl BotsHost {
                 bot: Some(definition.id.clone()),
                 permissions: Some(definition.permissions.clone()),
                 upstream: None,
-                prompt: Some(SensitiveText::new(notice.clone())),
-            })
-            .await?;
-        info!(bot = %definition.id, session = %opened.session.id, "bot woken");
-        Ok((opened.session.id, notice))
+                prompt: None,
+            },
+        };
+        self.runners
+            .message(&definition.id, seq.to_string(), launch);
+        self.agents.running_for_bot(&definition.id)
     }
 
     /// `bots/outbox`.

@@ -13,6 +13,7 @@ pub mod lock;
 pub mod mcp;
 pub mod pii;
 pub mod run;
+pub mod runner;
 pub mod services;
 pub mod stdio_proxy;
 pub mod subsystem;

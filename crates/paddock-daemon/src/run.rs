@@ -195,6 +195,19 @@ pub async fn run(
     })
     .await
     .context("could not start the credential broker")?;
+    // The config file's agent timing; a file that does not parse fails the start, naming it.
+    let file = paddock_client::config::PaddockConfig::load(&config.env)
+        .context("the config file is not valid")?;
+    let timing = crate::runner::Timing {
+        idle_stop: file
+            .agents
+            .idle_stop
+            .unwrap_or(crate::runner::DEFAULT_IDLE_STOP),
+        stall_after: file
+            .agents
+            .stall_after
+            .unwrap_or(crate::runner::DEFAULT_STALL_AFTER),
+    };
     let agents = AgentsHost::new(
         credentials.clone(),
         &paths.state_dir,
@@ -260,7 +273,7 @@ pub async fn run(
         credentials: credentials.clone(),
         pii: pii.clone(),
         agents: agents.clone(),
-        bots: BotsHost::new(store, agents.clone(), pii),
+        bots: BotsHost::new(store, agents.clone(), pii, timing),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(

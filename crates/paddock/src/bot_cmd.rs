@@ -199,6 +199,7 @@ pub async fn run_bot(command: BotCommand) -> anyhow::Result<ExitCode> {
         }
         BotCommand::Message { bot, file, target } => {
             let text = read_text(&file)?;
+            let bot_id = bot.clone();
             let sent = client
                 .request::<BotsMessage>(
                     BotMessageParams {
@@ -210,7 +211,12 @@ pub async fn run_bot(command: BotCommand) -> anyhow::Result<ExitCode> {
                 )
                 .await
                 .map_err(remote)?;
-            writeln!(stdout, "#{} delivered to {}", sent.seq, sent.session)?;
+            match &sent.session {
+                Some(session) => {
+                    writeln!(stdout, "#{} for {bot_id}: notice to {session}", sent.seq)?
+                }
+                None => writeln!(stdout, "#{} for {bot_id}: starting its session", sent.seq)?,
+            }
         }
         BotCommand::Outbox { bot, json } => {
             let outbox = client

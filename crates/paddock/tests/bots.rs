@@ -176,7 +176,7 @@ fn a_message_wakes_the_bot_which_pulls_replies_and_is_held_or_blocked_when_it_sh
         .unwrap()
         .success()
         .unwrap();
-    assert!(sent.stdout().starts_with("#1 delivered to agt-"), "{sent}");
+    assert!(sent.stdout().starts_with("#1 for helper: "), "{sent}");
 
     wait_for(
         "the bot's reply reaches the outbox",
@@ -230,7 +230,10 @@ fn a_message_wakes_the_bot_which_pulls_replies_and_is_held_or_blocked_when_it_sh
         .unwrap()
         .success()
         .unwrap();
-    assert!(again.stdout().starts_with("#2 delivered to "), "{again}");
+    assert!(
+        again.stdout().starts_with("#2 for helper: notice to agt-"),
+        "{again}"
+    );
     wait_for("the stale reply is held", &harness, &model, || {
         outbox(&harness)
             .iter()

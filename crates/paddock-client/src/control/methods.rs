@@ -809,14 +809,14 @@ pub struct BotMessageParams {
     pub text: SensitiveText,
 }
 
-/// `bots/message`'s answer: the message's number and the session it woke.
+/// `bots/message`'s answer: the message's number in the bot's inbox, and the bot's session
+/// if one is running (otherwise its manager is starting one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BotMessageResult {
     pub seq: u64,
-    pub session: String,
-    /// The notice the agent was given (no body).
-    pub notice: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// One message as `inbox/pull` gives it.
