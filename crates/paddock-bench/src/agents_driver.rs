@@ -40,6 +40,7 @@ pub(crate) struct DriverArgs {
 /// The fake Claude CLI: answers every user line with one text delta holding two timestamps
 /// (line received, answer written) and a successful result.
 pub(crate) fn fake_claude() {
+    crate::agents_host::stamp_start();
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -61,7 +62,7 @@ pub(crate) fn fake_claude() {
     }
 }
 
-fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     let time = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     u64::try_from(time.tv_sec).unwrap_or(0) * 1_000_000_000
         + u64::try_from(time.tv_nsec).unwrap_or(0)
@@ -145,7 +146,7 @@ impl World {
 }
 
 /// `claude` for the driver: a script that runs `exe fake-claude`, whatever arguments it gets.
-fn write_wrapper(wrapper: &Path, exe: &Path) -> anyhow::Result<()> {
+pub(crate) fn write_wrapper(wrapper: &Path, exe: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let exe = exe
         .to_str()

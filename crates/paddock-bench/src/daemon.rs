@@ -20,6 +20,15 @@ pub struct PrivateDaemon {
 impl PrivateDaemon {
     /// Starts a daemon with `--log-level warn` and `extra_args` (such as `--web-warm 0`).
     pub fn start(paddock: &Path, extra_args: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_env(paddock, extra_args, &[])
+    }
+
+    /// [`Self::start`] with extra environment for the daemon (such as its PATH).
+    pub fn start_with_env(
+        paddock: &Path,
+        extra_args: &[&str],
+        env: &[(&str, String)],
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("paddock-bench-")
             .permissions(std::fs::Permissions::from_mode(0o700))
@@ -41,7 +50,10 @@ impl PrivateDaemon {
         };
         let mut args = vec!["daemon", "start", "--log-level", "warn"];
         args.extend_from_slice(extra_args);
-        let output = daemon.command(&args).output()?;
+        let output = daemon
+            .command(&args)
+            .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
+            .output()?;
         if !output.status.success() {
             bail!(
                 "daemon start failed: {}",
@@ -62,6 +74,21 @@ impl PrivateDaemon {
             .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
             .env_remove("PADDOCK_DAEMON_TOKEN_FILE_PATH");
         command
+    }
+
+    /// The daemon's pid.
+    pub fn pid(&self) -> u32 {
+        self.status.pid
+    }
+
+    /// The paths a client of this daemon uses.
+    pub fn paths(&self) -> paddock_client::DaemonPaths {
+        let env = paddock_client::ClientEnv::from_process()
+            .with_var("PADDOCK_STATE_DIR", self.dir.path().join("state"))
+            .with_var("PADDOCK_AUX_SOCKET_DIR", self.dir.path())
+            .with_var("XDG_RUNTIME_DIR", self.dir.path().join("run"))
+            .without_var("PADDOCK_DAEMON_TOKEN_FILE_PATH");
+        paddock_client::DaemonPaths::resolve(&env)
     }
 
     pub fn token_file(&self) -> PathBuf {

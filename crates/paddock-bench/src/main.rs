@@ -6,6 +6,7 @@
 
 mod agents_backends;
 mod agents_driver;
+mod agents_host;
 mod daemon;
 mod devices;
 mod ingress;
@@ -54,6 +55,9 @@ enum Bench {
     /// What each real agent CLI costs behind the session contract, against the scripted model
     /// server through the credential proxy: open, first delta, turn, warm turn, idle memory.
     AgentsBackends(agents_backends::BackendsArgs),
+    /// Hosting agents in the daemon: `agents/open` to the CLI running vs spawning it directly,
+    /// and the daemon's memory with idle hosted sessions.
+    AgentsHost(agents_host::HostArgs),
     /// The credential proxy's added latency (p50, p90, p99) and throughput over calling the
     /// upstream directly, with an `http://` or an `https://` upstream.
     Proxy(proxy::ProxyArgs),
@@ -116,6 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Bench::Devices(args) => runtime.block_on(devices::run(args, mode)),
         Bench::AgentsDriver(args) => runtime.block_on(agents_driver::run(args, mode)),
         Bench::AgentsBackends(args) => runtime.block_on(agents_backends::run(args, mode)),
+        Bench::AgentsHost(args) => runtime.block_on(agents_host::run(args, mode)),
         Bench::Proxy(args) => runtime.block_on(proxy::run(args, mode)),
         // Single-threaded work: the pipeline's throughput on one core, as before.
         Bench::Pii(args) => pii::run(&args, mode),

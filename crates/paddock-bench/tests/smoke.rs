@@ -301,6 +301,17 @@ fn agents_driver_round_trips_a_command_through_the_fake_cli() {
     );
 }
 
+#[test]
+fn agents_host_starts_a_hosted_cli() {
+    smoke(
+        &["agents-host", "--paddock", &paddock_arg()],
+        &[
+            "smoke agents-host: ok:",
+            "agents/open started the CLI (it stamped its start), the session was listed and stopped",
+        ],
+    );
+}
+
 fn agents_backend(runtime: &str) {
     smoke(
         &["agents-backends", "--runtime", runtime],
