@@ -8,6 +8,7 @@ mod hardening;
 mod logging;
 mod mcp_cmd;
 mod pii_cmd;
+mod sandbox_cmd;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,9 @@ enum Command {
     /// A bot's PII filters: list and add (agent sessions), enable, disable, delete and test
     /// (the owner), redact text on stdin (scripts).
     Pii(pii_cmd::PiiArgs),
+    /// Run a program confined by Landlock to the given paths (the agent driver's wrapper).
+    #[command(hide = true)]
+    SandboxExec(sandbox_cmd::SandboxExecArgs),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -97,6 +101,11 @@ fn main() -> ExitCode {
         eprintln!("error: {error:#}");
         return ExitCode::FAILURE;
     }
+    // Before any thread starts: Landlock confines the calling thread, and exec keeps only it.
+    let command = match cli.command {
+        Command::SandboxExec(args) => return sandbox_cmd::run(args),
+        command => command,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -108,13 +117,15 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command {
+        match command {
             Command::Daemon(command) => daemon_cmd::run(command, &cli.logging).await,
             Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
             Command::Devices(args) => devices_cmd::run(args).await,
             Command::Credentials(args) => credentials_cmd::run(args).await,
             Command::Agent(command) => agent_cmd::run(command, &cli.logging).await,
             Command::Pii(args) => pii_cmd::run(args).await,
+            // Handled above, before the runtime started; run here, it would be as confined.
+            Command::SandboxExec(args) => Ok(sandbox_cmd::run(args)),
         }
     });
     match result {
