@@ -168,10 +168,10 @@ pub(crate) fn launch_policy(
     };
     policy.write.extend(paths(SYSTEM_WRITE));
     // `/etc/resolv.conf` is often a link into `/run`, which stays closed as a whole.
-    if let Ok(resolv) = std::fs::canonicalize("/etc/resolv.conf") {
-        if !beneath_any(&resolv, &policy.read) {
-            policy.read.push(resolv);
-        }
+    if let Ok(resolv) = std::fs::canonicalize("/etc/resolv.conf")
+        && !beneath_any(&resolv, &policy.read)
+    {
+        policy.read.push(resolv);
     }
     let mut own = Vec::new();
     if let Some(paddock) = &host.paddock_command {
@@ -216,7 +216,12 @@ impl Forbidden {
             .map(PathBuf::from)
             .collect();
         places.push(host.state_root.clone());
-        for name in ["HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME"] {
+        for name in [
+            "HOME",
+            "XDG_RUNTIME_DIR",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+        ] {
             if let Some(value) = std::env::var_os(name).filter(|value| !value.is_empty()) {
                 places.push(PathBuf::from(value));
             }
@@ -261,7 +266,11 @@ fn install_roots(program: &Path, forbidden: &Forbidden) -> Vec<PathBuf> {
         }
         (_, Some(node_modules)) => vec![node_modules],
         (Some(package), None) => vec![package],
-        (None, None) => resolved.parent().map(Path::to_path_buf).into_iter().collect(),
+        (None, None) => resolved
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect(),
     };
     if roots.iter().any(|root| forbidden.covers(root)) {
         roots = vec![resolved];

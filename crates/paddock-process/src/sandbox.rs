@@ -294,7 +294,10 @@ mod tests {
         let support = status();
         // The machines Paddock is developed and tested on run kernels with Landlock.
         assert!(support.is_available(), "{support}");
-        assert!(support.to_string().starts_with("Landlock ABI "), "{support}");
+        assert!(
+            support.to_string().starts_with("Landlock ABI "),
+            "{support}"
+        );
         // Probing twice changes nothing (and does not confine this test process).
         assert_eq!(status(), support);
         assert!(std::fs::read_to_string("/proc/self/status").is_ok());
@@ -465,7 +468,10 @@ mod tests {
             unavailable.to_string(),
             "cannot confine the program: Landlock is built into this kernel but not enabled at boot"
         );
-        assert_eq!(SandboxSupport::Available { abi: 7 }.to_string(), "Landlock ABI 7");
+        assert_eq!(
+            SandboxSupport::Available { abi: 7 }.to_string(),
+            "Landlock ABI 7"
+        );
         assert!(!SandboxSupport::Available { abi: 8 }.restricts_unix_connect());
         assert!(SandboxSupport::Available { abi: 9 }.restricts_unix_connect());
         assert_eq!(SandboxSupport::NotImplemented.abi(), None);

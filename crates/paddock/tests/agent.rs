@@ -195,7 +195,10 @@ fn agent_probe_lists_every_backend() {
     let sandbox = &rest[0]["sandbox"];
     assert_eq!(sandbox["kind"], "landlock", "{json}");
     assert_eq!(sandbox["available"], true, "{json}");
-    assert!(sandbox["abi"].as_u64().is_some_and(|abi| abi >= 1), "{json}");
+    assert!(
+        sandbox["abi"].as_u64().is_some_and(|abi| abi >= 1),
+        "{json}"
+    );
     assert!(
         table
             .stdout()

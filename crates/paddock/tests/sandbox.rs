@@ -93,9 +93,15 @@ fn sandbox_exec_denies_a_secret_and_reads_an_allowed_file() {
     );
     assert!(!text(&denied.stdout).contains("sk-ant"), "{denied:?}");
     // Listing the secret's folder is denied too.
-    let listed = sandbox_exec(&policy, &["ls", &root.path().join("keys").display().to_string()]);
+    let listed = sandbox_exec(
+        &policy,
+        &["ls", &root.path().join("keys").display().to_string()],
+    );
     assert!(!listed.status.success(), "{listed:?}");
-    assert!(!text(&listed.stdout).contains("anthropic.key"), "{listed:?}");
+    assert!(
+        !text(&listed.stdout).contains("anthropic.key"),
+        "{listed:?}"
+    );
 
     let read = sandbox_exec(&policy, &["cat", &allowed.display().to_string()]);
     assert!(read.status.success(), "{read:?}");
@@ -269,7 +275,12 @@ fn an_ordinary_user_is_confined_from_its_own_files() {
     // `no_new_privs`: a setuid program does not elevate inside the sandbox.
     let mut args = vec!["sandbox-exec".to_owned()];
     args.extend(system_args());
-    args.extend(["--".into(), "grep".into(), "NoNewPrivs".into(), "/proc/self/status".into()]);
+    args.extend([
+        "--".into(),
+        "grep".into(),
+        "NoNewPrivs".into(),
+        "/proc/self/status".into(),
+    ]);
     let status = harness.run(&args).unwrap().success().unwrap();
     assert!(status.stdout().contains("NoNewPrivs:\t1"), "{status}");
 }
@@ -287,16 +298,75 @@ const STATE_SECRET: &str = "STATE-must-never-leak-2024";
 const WRITTEN: &str = "sandboxed-agent-wrote-this";
 const DEADLINE: Duration = Duration::from_secs(120);
 
-fn claude_bin() -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin/claude");
-    assert!(path.exists(), "hint: run `scripts/setup --dev`");
-    path
+/// One runtime the attack drives, and how the scripted model calls its shell tool.
+#[derive(Clone, Copy)]
+struct Runtime {
+    backend: BackendId,
+    api: ModelApi,
+    /// Its executable in `tests/agents/node_modules/.bin`.
+    program: &'static str,
+    shell_tool: &'static str,
+    shell_input: fn(&str) -> serde_json::Value,
+    /// A named model, for runtimes whose default model expects another request shape.
+    model: Option<&'static str>,
 }
 
-async fn broker_for(model: &ScriptedModel) -> Arc<dyn LaunchCredentials> {
+const CLAUDE: Runtime = Runtime {
+    backend: BackendId::Claude,
+    api: ModelApi::AnthropicMessages,
+    program: "claude",
+    shell_tool: "Bash",
+    shell_input: |command| serde_json::json!({ "command": command, "description": "Run a command" }),
+    model: None,
+};
+
+const CODEX: Runtime = Runtime {
+    backend: BackendId::Codex,
+    api: ModelApi::OpenAiResponses,
+    program: "codex",
+    shell_tool: "exec_command",
+    shell_input: |command| serde_json::json!({ "cmd": command }),
+    model: Some("scripted-model"),
+};
+
+const OPENCODE: Runtime = Runtime {
+    backend: BackendId::OpenCode,
+    api: ModelApi::OpenAiChat,
+    program: "opencode",
+    shell_tool: "bash",
+    shell_input: |command| serde_json::json!({ "command": command, "description": "Run a command" }),
+    model: Some("scripted-model"),
+};
+
+const PI: Runtime = Runtime {
+    backend: BackendId::Pi,
+    api: ModelApi::AnthropicMessages,
+    program: "pi",
+    shell_tool: "bash",
+    shell_input: |command| serde_json::json!({ "command": command }),
+    model: None,
+};
+
+impl Runtime {
+    fn program_path(self) -> PathBuf {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/agents/node_modules/.bin")
+            .join(self.program);
+        assert!(
+            path.exists(),
+            "{} is missing\nhint: run `scripts/setup --dev`",
+            path.display()
+        );
+        path
+    }
+
+    fn shell(self, id: &str, command: &str) -> Turn {
+        Turn::tool(id, self.shell_tool, (self.shell_input)(command))
+    }
+}
+
+async fn broker_for(model: &ScriptedModel, api: ModelApi) -> Arc<dyn LaunchCredentials> {
     use paddock_credentials::{CredentialBroker, CredentialBrokerConfig, UpstreamConfig};
-    let api = ModelApi::AnthropicMessages;
     let (name, header, scheme) = api.upstream_auth();
     let broker = CredentialBroker::start(CredentialBrokerConfig {
         upstreams: vec![UpstreamConfig {
@@ -339,18 +409,10 @@ impl Attack {
     }
 }
 
-fn bash(id: &str, command: &str) -> Turn {
-    Turn::tool(
-        id,
-        "Bash",
-        serde_json::json!({ "command": command, "description": "Run a command" }),
-    )
-}
-
-/// Launches Claude Code through the driver (with `sandbox`, or none) and has the scripted
-/// model call Bash to read three secrets and write one file, allowing every permission it
+/// Launches `runtime` through the driver (with `sandbox`, or none) and has the scripted model
+/// call its shell tool to read three secrets and write one file, allowing every permission it
 /// asks for.
-async fn attack(sandbox: Option<SandboxConfig>) -> Attack {
+async fn attack(runtime: Runtime, sandbox: Option<SandboxConfig>) -> Attack {
     let root = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let state = root.path().join("state/agents");
@@ -361,10 +423,10 @@ async fn attack(sandbox: Option<SandboxConfig>) -> Attack {
     secret_file(&token, TOKEN_SECRET);
     secret_file(&state_file, STATE_SECRET);
     let model = ScriptedModel::start(vec![
-        bash("call_key", &format!("cat {}", key.display())),
-        bash("call_token", &format!("cat {}", token.display())),
-        bash("call_state", &format!("cat {}", state_file.display())),
-        bash(
+        runtime.shell("call_key", &format!("cat {}", key.display())),
+        runtime.shell("call_token", &format!("cat {}", token.display())),
+        runtime.shell("call_state", &format!("cat {}", state_file.display())),
+        runtime.shell(
             "call_write",
             &format!("echo {WRITTEN} > written.txt && cat written.txt"),
         ),
@@ -372,20 +434,25 @@ async fn attack(sandbox: Option<SandboxConfig>) -> Attack {
     ])
     .unwrap();
     let mut host = HostConfig::new(&state)
-        .with_program("claude", claude_bin())
-        .with_credentials(broker_for(&model).await);
+        .with_program(runtime.backend.as_str(), runtime.program_path())
+        .with_credentials(broker_for(&model, runtime.api).await);
     host.paddock_command = Some(PathBuf::from(BIN));
     host.sandbox = sandbox;
     let sdk = AgentDriverSdk::new(host);
     let session = sdk
         .open(OpenRequest {
-            backend: BackendId::Claude,
+            backend: runtime.backend,
             launch: Launch {
                 working_directory: work.path().to_path_buf(),
                 instructions: None,
                 launch_id: "sandbox-attack".into(),
             },
-            config: AgentConfig::default(),
+            config: AgentConfig {
+                model: runtime
+                    .model
+                    .map_or(Model::Default, |name| Model::Named(name.into())),
+                mode: Mode::Default,
+            },
             env: Vec::new(),
         })
         .await
@@ -435,9 +502,10 @@ async fn attack(sandbox: Option<SandboxConfig>) -> Attack {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sandboxed_claude_cannot_read_keys_but_writes_its_work() {
-    let attack = attack(Some(SandboxConfig::default())).await;
+/// The attack against `runtime`, sandboxed: every read fails, the write works, no secret
+/// reaches an event or the model.
+async fn assert_confined(runtime: Runtime) {
+    let attack = attack(runtime, Some(SandboxConfig::default())).await;
     assert!(
         matches!(attack.sandbox, LaunchSandbox::Landlock { .. }),
         "{:?}",
@@ -456,7 +524,10 @@ async fn a_sandboxed_claude_cannot_read_keys_but_writes_its_work() {
     // No secret in any event, nor in anything the model was sent (the tool results included).
     let events = format!("{:?}", attack.events);
     assert!(
-        attack.bodies.iter().any(|body| body.contains("Permission denied")),
+        attack
+            .bodies
+            .iter()
+            .any(|body| body.contains("Permission denied")),
         "the model saw the denials: {:?}",
         attack.bodies
     );
@@ -468,11 +539,31 @@ async fn a_sandboxed_claude_cannot_read_keys_but_writes_its_work() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_claude_cannot_read_keys_but_writes_its_work() {
+    assert_confined(CLAUDE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_codex_cannot_read_keys_but_writes_its_work() {
+    assert_confined(CODEX).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_opencode_cannot_read_keys_but_writes_its_work() {
+    assert_confined(OPENCODE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_pi_cannot_read_keys_but_writes_its_work() {
+    assert_confined(PI).await;
+}
+
 /// The same attack without the sandbox succeeds: the test above would catch a sandbox that
 /// does nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_sandbox_the_same_agent_reads_the_key() {
-    let attack = attack(None).await;
+    let attack = attack(CLAUDE, None).await;
     assert_eq!(attack.sandbox, LaunchSandbox::Off);
     let (_, output) = attack.tool_output("call_key");
     assert!(output.contains(KEY_FILE_SECRET), "{output}");

@@ -94,10 +94,7 @@ impl Adapter for Claude {
         // unless set (it ignores TMPDIR): keep them in the launch, where a sandboxed launch
         // can write and from where they are removed at close.
         Ok(Prepared {
-            env: vec![(
-                "CLAUDE_CODE_TMPDIR".into(),
-                dir.tmp.display().to_string(),
-            )],
+            env: vec![("CLAUDE_CODE_TMPDIR".into(), dir.tmp.display().to_string())],
             private: Vec::new(),
         })
     }
