@@ -272,6 +272,36 @@ fn an_ordinary_user_is_confined_from_its_own_files() {
     assert_ne!(denied.code(), Some(0), "{denied}");
     assert!(denied.stderr().contains("Permission denied"), "{denied}");
     assert!(!denied.stdout().contains("sk-ant"), "{denied}");
+    // Another process of the same user holds a key in its environment (the shell that
+    // exported it): unconfined, the user reads its `/proc/<pid>/environ`; confined, Landlock's
+    // ptrace restriction refuses it (root keeps CAP_SYS_PTRACE, so this holds for ordinary
+    // users only).
+    let mut holder = user
+        .command("sleep")
+        .arg("60")
+        .env("ANTHROPIC_API_KEY", "sk-ant-in-a-shell-environment")
+        .spawn()
+        .unwrap();
+    let environ = format!("/proc/{}/environ", holder.id());
+    // Until setpriv has exec'd `sleep`, the process is not dumpable (it changed its uid).
+    let comm = format!("/proc/{}/comm", holder.id());
+    paddock_testkit::wait_until(Duration::from_secs(10), || {
+        (std::fs::read_to_string(&comm).ok()?.trim() == "sleep").then_some(())
+    })
+    .unwrap();
+    let read = user.command("cat").arg(&environ).output().unwrap();
+    assert!(
+        text(&read.stdout).contains("sk-ant-in-a-shell-environment"),
+        "{read:?}"
+    );
+    let mut args = vec!["sandbox-exec".to_owned()];
+    args.extend(system_args());
+    args.extend(["--".into(), "cat".into(), environ]);
+    let denied = harness.run(&args).unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_ne!(denied.code(), Some(0), "{denied}");
+    assert!(!denied.stdout().contains("sk-ant"), "{denied}");
     // `no_new_privs`: a setuid program does not elevate inside the sandbox.
     let mut args = vec!["sandbox-exec".to_owned()];
     args.extend(system_args());
