@@ -376,6 +376,8 @@ pub enum OpenError {
     NoCredentialBroker { backend: BackendId },
     #[error("could not mint credentials for the launch: {0}")]
     Credentials(String),
+    #[error("cannot sandbox the launch: {0}")]
+    Sandbox(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

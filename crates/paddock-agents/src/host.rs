@@ -30,6 +30,9 @@ pub struct HostConfig {
     pub paddock_command: Option<PathBuf>,
     /// The credential broker; CLIs that call a model API cannot launch without one.
     pub credentials: Option<std::sync::Arc<dyn crate::credentials::LaunchCredentials>>,
+    /// Confine every launch with Landlock (through `paddock_command`'s `sandbox-exec`); `None`
+    /// launches unconfined. See [`crate::sandbox`] for what a confined agent may reach.
+    pub sandbox: Option<crate::sandbox::SandboxConfig>,
 }
 
 impl HostConfig {
@@ -44,7 +47,13 @@ impl HostConfig {
             env: Vec::new(),
             paddock_command: None,
             credentials: None,
+            sandbox: None,
         }
+    }
+
+    pub fn with_sandbox(mut self, sandbox: crate::sandbox::SandboxConfig) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     pub fn with_credentials(
@@ -161,7 +170,10 @@ pub fn compose_env(
         }
     }
     env.insert("HOME".into(), dir.home.clone().into_os_string());
-    env.insert("TMPDIR".into(), dir.tmp.clone().into_os_string());
+    // Temporary files go to the launch's own folder (a sandboxed agent cannot use `/tmp`).
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        env.insert(name.into(), dir.tmp.clone().into_os_string());
+    }
     for (name, value) in adapter_defaults.iter().chain(&host.env).chain(request) {
         env.insert(name.clone(), value.into());
     }
@@ -250,6 +262,9 @@ mod tests {
                 .starts_with(&dir.bin.display().to_string())
         );
         assert_eq!(get("HOME"), Some(dir.home.display().to_string()));
+        for name in ["TMPDIR", "TMP", "TEMP"] {
+            assert_eq!(get(name), Some(dir.tmp.display().to_string()), "{name}");
+        }
         assert!(
             get("CARGO").is_none() && get("RUST_LOG").is_none(),
             "nothing inherited beyond the allowlist"

@@ -19,12 +19,14 @@ pub mod credentials;
 pub mod host;
 mod lane;
 pub mod manager;
+pub mod sandbox;
 mod session;
 pub mod testing;
 
 pub use contract::*;
 pub use credentials::{BrokerCredentials, LaunchCredentials, LaunchSecrets, ModelApi};
 pub use host::{HostConfig, LaunchDir};
+pub use sandbox::{LaunchSandbox, SandboxConfig};
 pub use session::Session;
 
 use std::sync::Arc;

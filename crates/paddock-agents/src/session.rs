@@ -10,13 +10,14 @@ use std::time::Duration;
 use paddock_process::ChildSpec;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::adapters::{Adapter, Decoded, Prepared, Protocol};
 use crate::contract::*;
 use crate::credentials::LaunchCredentials;
 use crate::host::{HostConfig, LaunchDir, compose_env};
 use crate::lane::{LaneOutput, ProcessLane};
+use crate::sandbox::{self, LaunchSandbox};
 
 /// How long a session dropped without `stop` gets before its process group is killed.
 const DROP_FORCE_AFTER: Duration = Duration::from_secs(5);
@@ -38,6 +39,7 @@ enum Request {
 pub struct Session {
     backend: BackendId,
     capabilities: Capabilities,
+    sandbox: LaunchSandbox,
     requests: mpsc::UnboundedSender<Request>,
     events: Mutex<Option<mpsc::UnboundedReceiver<AgentEvent>>>,
     closed: watch::Receiver<Option<ClosedFacts>>,
@@ -47,6 +49,7 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("backend", &self.backend)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }
@@ -67,6 +70,11 @@ impl Session {
             return closed;
         }
         rx.await.unwrap_or(closed)
+    }
+
+    /// Whether the runtime runs confined by the host's sandbox.
+    pub fn sandbox(&self) -> &LaunchSandbox {
+        &self.sandbox
     }
 
     /// Admits the first command.
@@ -271,10 +279,34 @@ pub(crate) async fn open(
     };
     let mut plan = adapter.launch(&request);
     plan.env.extend(prepared.env.iter().cloned());
+    let env = compose_env(&host, &dir, &plan.env, &request.env, &secrets.env);
+    let wrapped = {
+        let (host, dir, working_directory, program, env) = (
+            host.clone(),
+            dir.clone(),
+            request.launch.working_directory.clone(),
+            program.clone(),
+            env.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            sandbox::wrap(&host, &dir, &working_directory, program, plan.args, &env)
+        })
+        .await
+        .map_err(|error| OpenError::Sandbox(format!("the sandbox plan did not finish: {error}")))
+        .and_then(|wrapped| wrapped)
+    };
+    let wrapped = match wrapped {
+        Ok(wrapped) => wrapped,
+        Err(error) => {
+            discard_launch_off_thread(dir, credentials, request.launch.launch_id.clone()).await;
+            return Err(error);
+        }
+    };
+    let launch_sandbox = wrapped.sandbox;
     let spec = ChildSpec {
-        program: program.clone(),
-        args: plan.args,
-        env: compose_env(&host, &dir, &plan.env, &request.env, &secrets.env),
+        program: wrapped.program,
+        args: wrapped.args,
+        env,
         current_dir: Some(request.launch.working_directory.clone()),
         stdin: true,
         stdout: true,
@@ -291,6 +323,23 @@ pub(crate) async fn open(
             });
         }
     };
+    let launch_id = &request.launch.launch_id;
+    if !launch_sandbox.is_confined() {
+        info!(
+            backend = %request.backend,
+            launch_id,
+            sandbox = %launch_sandbox,
+            "agent launch is not sandboxed: it can read every file this user can, Paddock's token and key files included"
+        );
+    }
+    debug!(
+        backend = %request.backend,
+        launch_id,
+        pid = lane.pid(),
+        program = %program.display(),
+        sandbox = %launch_sandbox,
+        "agent launched"
+    );
     let mut protocol = adapter.protocol(&request, &prepared);
     let (bridge_tx, bridge_rx) = mpsc::unbounded_channel();
     let bridge = adapter
@@ -339,6 +388,7 @@ pub(crate) async fn open(
     Ok(Session {
         backend: request.backend,
         capabilities: descriptor.capabilities,
+        sandbox: launch_sandbox,
         requests: requests_tx,
         events: Mutex::new(Some(events_rx)),
         closed: closed_rx,

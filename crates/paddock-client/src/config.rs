@@ -19,6 +19,8 @@
 //! sandbox = "landlock"      # or "off"; default: landlock where the kernel supports it
 //! idle_stop_secs = 600      # stop an agent session idle this long
 //! stall_after_secs = 600    # end a turn that sends no event this long
+//! sandbox_exec = ["~/.cargo", "~/.rustup"]  # widen the sandbox: read+execute (also
+//!                           # sandbox_read, sandbox_write)
 //!
 //! [upstreams.anthropic]     # Anthropic Messages (claude, pi)
 //! url = "https://api.anthropic.com"
@@ -213,6 +215,11 @@ pub struct AgentsConfig {
     pub idle_stop: Option<Duration>,
     /// `stall_after_secs` (at least 1): a turn with no event for this long is ended.
     pub stall_after: Option<Duration>,
+    /// `sandbox_read`, `sandbox_exec`, `sandbox_write`: more paths every sandboxed launch may
+    /// read, read and execute, or read and write (`~/` is `HOME`).
+    pub sandbox_read: Vec<PathBuf>,
+    pub sandbox_exec: Vec<PathBuf>,
+    pub sandbox_write: Vec<PathBuf>,
 }
 
 /// How agent processes are confined.
@@ -342,6 +349,9 @@ impl PaddockConfig {
                 }),
                 idle_stop,
                 stall_after,
+                sandbox_read: sandbox_paths(raw_agents.sandbox_read, env),
+                sandbox_exec: sandbox_paths(raw_agents.sandbox_exec, env),
+                sandbox_write: sandbox_paths(raw_agents.sandbox_write, env),
             },
             upstreams,
         })
@@ -1057,6 +1067,22 @@ struct RawAgents {
     sandbox: Option<RawSandbox>,
     idle_stop_secs: Option<Spanned<u64>>,
     stall_after_secs: Option<Spanned<u64>>,
+    sandbox_read: Option<Vec<String>>,
+    sandbox_exec: Option<Vec<String>>,
+    sandbox_write: Option<Vec<String>>,
+}
+
+/// Sandbox widening paths, `~/` expanded to `HOME`.
+fn sandbox_paths(paths: Option<Vec<String>>, env: &ClientEnv) -> Vec<PathBuf> {
+    let home = env.var("HOME").map(PathBuf::from);
+    paths
+        .unwrap_or_default()
+        .into_iter()
+        .map(|path| match (path.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => PathBuf::from(path),
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]

@@ -112,9 +112,11 @@ impl AgentsHost {
         paddock_command: Option<PathBuf>,
         env: ClientEnv,
         socket: Option<PathBuf>,
+        agents: &paddock_client::config::AgentsConfig,
     ) -> Result<Self, ControlError> {
         let mut host = HostConfig::new(state_dir.join("agents"));
         host.paddock_command = paddock_command;
+        host = configure_sandbox(host, agents, socket.as_deref());
         let mut bytes = [0u8; 4];
         getrandom::fill(&mut bytes).map_err(|error| internal(error.to_string()))?;
         let boot = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
@@ -520,6 +522,52 @@ impl AgentsHost {
         let excess = closed.len().saturating_sub(MAX_CLOSED_KEPT);
         for id in closed.iter().take(excess) {
             sessions.remove(id);
+        }
+    }
+}
+
+/// Confines launches with Landlock unless the config says `sandbox = "off"`: by default where
+/// the kernel supports it (else one info line says launches run unconfined); when the config
+/// asks for `landlock` on a kernel without it, every launch fails with a typed error.
+fn configure_sandbox(
+    host: HostConfig,
+    agents: &paddock_client::config::AgentsConfig,
+    socket: Option<&std::path::Path>,
+) -> HostConfig {
+    use paddock_client::config::SandboxMode;
+    let support = paddock_process::sandbox::status();
+    let available = matches!(
+        support,
+        paddock_process::sandbox::SandboxSupport::Available { .. }
+    );
+    let sandbox = paddock_agents::sandbox::SandboxConfig {
+        extra_read: agents.sandbox_read.clone(),
+        extra_exec: agents.sandbox_exec.clone(),
+        extra_write: agents.sandbox_write.clone(),
+        connect: socket
+            .and_then(std::path::Path::parent)
+            .map(|dir| vec![dir.to_path_buf()])
+            .unwrap_or_default(),
+        allow_unconfined: false,
+    };
+    match agents.sandbox {
+        Some(SandboxMode::Off) => {
+            info!(
+                "agent sandbox is off (config `sandbox = \"off\"`): agent launches can read every file you can"
+            );
+            host
+        }
+        Some(SandboxMode::Landlock) => host.with_sandbox(sandbox),
+        None if available => {
+            info!(?support, "agent launches are confined with Landlock");
+            host.with_sandbox(sandbox)
+        }
+        None => {
+            info!(
+                ?support,
+                "Landlock is not available on this kernel: agent launches run unconfined"
+            );
+            host
         }
     }
 }

@@ -214,6 +214,7 @@ pub async fn run(
         std::env::current_exe().ok(),
         config.env.clone(),
         Some(paths.socket.clone()),
+        &file.agents,
     )
     .map_err(|error| anyhow::anyhow!("{error}"))?;
     // Reads no pipeline yet: each bot's file is loaded on first use, so a bad file is that

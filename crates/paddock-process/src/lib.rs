@@ -19,6 +19,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 mod output;
+pub mod sandbox;
 
 pub use output::{Output, RunError, STDOUT_CAPACITY, output};
 

@@ -745,5 +745,28 @@ async fn probe(json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
+    // Whether agent launches can be confined here (`paddock sandbox-exec`, Landlock).
+    let support = paddock_agents::sandbox::support();
+    if json {
+        writeln!(
+            stdout,
+            "{}",
+            json!({
+                "sandbox": {
+                    "kind": "landlock",
+                    "available": support.is_available(),
+                    "abi": support.abi(),
+                    "problem": (!support.is_available()).then(|| support.to_string()),
+                }
+            })
+        )?;
+    } else if support.is_available() {
+        writeln!(stdout, "sandbox: available ({support})")?;
+    } else {
+        writeln!(
+            stdout,
+            "sandbox: unavailable ({support}); agent launches cannot be confined"
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }

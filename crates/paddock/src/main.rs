@@ -9,6 +9,7 @@ mod hardening;
 mod logging;
 mod mcp_cmd;
 mod pii_cmd;
+mod sandbox_cmd;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,9 @@ enum Command {
     /// Inside an agent session: send a message (freshness guard, then PII filters).
     #[command(subcommand)]
     Message(bot_cmd::MessageCommand),
+    /// Run a program confined by Landlock to the given paths (the agent driver's wrapper).
+    #[command(hide = true)]
+    SandboxExec(sandbox_cmd::SandboxExecArgs),
 }
 
 /// Exit codes: 0 success, 1 failure, 2 usage error (clap), 3 daemon not running (`status`).
@@ -121,6 +125,11 @@ fn main() -> ExitCode {
         eprintln!("error: {error:#}");
         return ExitCode::FAILURE;
     }
+    // Before any thread starts: Landlock confines the calling thread, and exec keeps only it.
+    let command = match cli.command {
+        Command::SandboxExec(args) => return sandbox_cmd::run(args),
+        command => command,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -132,7 +141,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command {
+        match command {
             Command::Daemon(command) => daemon_cmd::run(command, &cli.logging).await,
             Command::Mcp(args) => mcp_cmd::run(args, &cli.logging).await,
             Command::Devices(args) => devices_cmd::run(args).await,
@@ -142,6 +151,8 @@ fn main() -> ExitCode {
             Command::Bot(command) => bot_cmd::run_bot(command).await,
             Command::Inbox(command) => bot_cmd::run_inbox(command).await,
             Command::Message(command) => bot_cmd::run_message(command).await,
+            // Handled above, before the runtime started; run here, it would be as confined.
+            Command::SandboxExec(args) => Ok(sandbox_cmd::run(args)),
         }
     });
     match result {

@@ -184,12 +184,28 @@ fn agent_probe_lists_every_backend() {
         .unwrap()
         .success()
         .unwrap();
-    let backends: Vec<serde_json::Value> = json
+    let (backends, rest): (Vec<serde_json::Value>, Vec<serde_json::Value>) = json
         .stdout()
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .partition(|line| line.get("backend").is_some());
     assert_eq!(backends.len(), 5, "{json}");
+    // One more line: whether launches can be sandboxed (this machine's kernel has Landlock).
+    assert_eq!(rest.len(), 1, "{json}");
+    let sandbox = &rest[0]["sandbox"];
+    assert_eq!(sandbox["kind"], "landlock", "{json}");
+    assert_eq!(sandbox["available"], true, "{json}");
+    assert!(
+        sandbox["abi"].as_u64().is_some_and(|abi| abi >= 1),
+        "{json}"
+    );
+    assert!(
+        table
+            .stdout()
+            .lines()
+            .any(|line| line.starts_with("sandbox: available (Landlock ABI ")),
+        "{table}"
+    );
     for (backend, version, _) in expected {
         assert!(
             backends.iter().any(|b| b["backend"] == backend

@@ -138,7 +138,9 @@ impl AcpProfile {
             .with_install_hint(
                 "`claude-code-acp` is not on PATH (npm install -g @zed-industries/claude-code-acp)",
             );
-        profile.private_dirs = vec!["CLAUDE_CONFIG_DIR".into()];
+        // Claude Code's Bash tool writes beneath `CLAUDE_CODE_TMPDIR` (else `/tmp`, which a
+        // sandboxed launch cannot write).
+        profile.private_dirs = vec!["CLAUDE_CONFIG_DIR".into(), "CLAUDE_CODE_TMPDIR".into()];
         profile.env = [
             ("DISABLE_AUTOUPDATER", "1"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),

@@ -5,6 +5,7 @@
 //! `--permission-prompt-tool stdio` the CLI asks `can_use_tool` over the same channel.
 
 use std::borrow::Cow;
+use std::ffi::OsString;
 
 use serde_json::{Value, json};
 
@@ -14,6 +15,7 @@ use crate::contract::{
     Model, OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
+use crate::host::LaunchDir;
 
 #[derive(Debug, Default)]
 pub struct Claude;
@@ -80,6 +82,21 @@ impl Adapter for Claude {
                 ("DISABLE_ERROR_REPORTING".into(), "1".into()),
             ],
         }
+    }
+
+    fn prepare(
+        &self,
+        _request: &OpenRequest,
+        dir: &LaunchDir,
+        _secrets: &[(OsString, OsString)],
+    ) -> std::io::Result<Prepared> {
+        // The Bash tool keeps its working files in `$CLAUDE_CODE_TMPDIR/claude-<uid>`, `/tmp`
+        // unless set (it ignores TMPDIR): keep them in the launch, where a sandboxed launch
+        // can write and from where they are removed at close.
+        Ok(Prepared {
+            env: vec![("CLAUDE_CODE_TMPDIR".into(), dir.tmp.display().to_string())],
+            private: Vec::new(),
+        })
     }
 
     fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
