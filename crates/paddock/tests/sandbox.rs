@@ -604,3 +604,130 @@ async fn without_the_sandbox_the_same_agent_reads_the_key() {
             .any(|body| body.contains(KEY_FILE_SECRET))
     );
 }
+
+/// The attack, end to end: as an ordinary user (`paddock-test`) whose key file and
+/// token sit where Paddock looks by default (its config directory under HOME, its runtime
+/// directory), an agent that the daemon launched for a bot tries to read the key from the
+/// daemon's `/proc/<pid>/environ` and `mem`, the key file and the token file. Every read fails,
+/// the model never sees the key, and the agent still does its work in its working directory.
+#[test]
+fn a_daemon_hosted_agent_of_an_ordinary_user_reaches_no_key_and_still_works() {
+    let user = paddock_testkit::OtherUser::get().unwrap();
+    let mut harness = DaemonHarness::new_as(BIN, &user).unwrap();
+    let bin =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
+    assert!(
+        bin.join("claude").exists(),
+        "hint: run `scripts/setup --dev`"
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    harness.set_env("PATH", path);
+    let home = PathBuf::from(
+        harness
+            .client_env_vars()
+            .into_iter()
+            .find(|(name, _)| name == "HOME")
+            .unwrap()
+            .1,
+    );
+    let key_file = home.join(".config/paddock/anthropic.key");
+    secret_file(&key_file, OWN_KEY);
+    // The turns are pushed once the daemon's pid is known.
+    let model = ScriptedModel::start(Vec::new()).unwrap();
+    std::fs::write(
+        home.join(".config/paddock/config.toml"),
+        format!(
+            "[upstreams.anthropic]\nurl = \"{}\"\nkey = \"file:~/.config/paddock/anthropic.key\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let work = harness.root().join("work");
+    std::fs::create_dir(&work).unwrap();
+    user.chown(&home.join(".config"), true).unwrap();
+    user.chown(&work, true).unwrap();
+    let status = harness.start_detached(&[]).unwrap();
+    let token_file = harness.paths().token_file;
+    let pid = status.pid;
+    model.push(Turn::tool(
+        "call_probe",
+        "Bash",
+        serde_json::json!({ "description": "Probe", "command": format!(
+        "cat /proc/{pid}/environ; head -c 16 /proc/{pid}/mem; cat {}; cat {}; echo done > proof.txt; echo finished-probing",
+        key_file.display(),
+        token_file.display()
+    ) }),
+    ));
+    model.push(Turn::text("Probed."));
+    harness
+        .run([
+            "bot",
+            "add",
+            "helper",
+            "--backend",
+            "claude",
+            "--cwd",
+            work.to_str().unwrap(),
+            "--permissions",
+            "allow",
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    let message = harness.root().join("message.txt");
+    std::fs::write(&message, "Please probe.").unwrap();
+    user.chown(&message, false).unwrap();
+    harness
+        .run([
+            "bot",
+            "message",
+            "helper",
+            "--file",
+            message.to_str().unwrap(),
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    paddock_testkit::wait_until(Duration::from_secs(90), || {
+        (model.scripted_requests().len() >= 2).then_some(())
+    })
+    .unwrap();
+    let result = model.scripted_requests()[1].body.to_string();
+    assert!(
+        result.contains("finished-probing"),
+        "the probe ran: {result}"
+    );
+    assert!(
+        !result.contains(OWN_KEY),
+        "the key reached the model: {result}"
+    );
+    let token = harness.token().unwrap_or_default();
+    assert!(
+        token.is_empty() || !result.contains(&token),
+        "the token reached the model"
+    );
+    assert!(
+        result.matches("Permission denied").count() >= 4,
+        "environ, mem, the key file and the token file are all refused: {result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("proof.txt"))
+            .unwrap()
+            .trim(),
+        "done",
+        "the agent still writes its working directory"
+    );
+    for request in model.scripted_requests() {
+        assert_eq!(
+            request.header("x-api-key"),
+            Some(OWN_KEY),
+            "the upstream gets the key"
+        );
+    }
+}
+
+const OWN_KEY: &str = "sk-ant-ordinary-user-key-5150";
