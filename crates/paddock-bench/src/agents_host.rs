@@ -31,6 +31,9 @@ pub(crate) struct HostArgs {
     /// Idle sessions held open for the memory measurement.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     idle_sessions: u32,
+    /// Launch unconfined (`[agents] sandbox = "off"`), to see what the sandbox costs.
+    #[arg(long)]
+    no_sandbox: bool,
     /// The paddock binary (default: beside this one).
     #[arg(long)]
     paddock: Option<PathBuf>,
@@ -57,7 +60,20 @@ pub(crate) async fn run(args: HostArgs, mode: Mode) -> anyhow::Result<()> {
         bin.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let daemon = PrivateDaemon::start_with_env(&paddock, &["--web-warm", "0"], &[("PATH", path)])?;
+    // The daemon confines launches with Landlock where it can: the fake CLI is this binary, so
+    // its directory is widened in, as a user would for a toolchain outside /usr.
+    let exe_dir = exe.parent().context("paddock-bench has no directory")?;
+    let config = format!(
+        "[agents]\nsandbox_exec = [{:?}]\n{}",
+        exe_dir.display().to_string(),
+        if args.no_sandbox {
+            "sandbox = \"off\"\n"
+        } else {
+            ""
+        }
+    );
+    let daemon =
+        PrivateDaemon::start_with_env(&paddock, &["--web-warm", "0"], &[("PATH", path)], &config)?;
     let mut client = ControlClient::connect_owner(&daemon.paths()).await?;
     let work = tempfile::tempdir()?;
 

@@ -20,14 +20,16 @@ pub struct PrivateDaemon {
 impl PrivateDaemon {
     /// Starts a daemon with `--log-level warn` and `extra_args` (such as `--web-warm 0`).
     pub fn start(paddock: &Path, extra_args: &[&str]) -> anyhow::Result<Self> {
-        Self::start_with_env(paddock, extra_args, &[])
+        Self::start_with_env(paddock, extra_args, &[], "")
     }
 
-    /// [`Self::start`] with extra environment for the daemon (such as its PATH).
+    /// [`Self::start`] with extra environment for the daemon (such as its PATH) and the text
+    /// of its config file (never the user's own: `PADDOCK_CONFIG` names a private one).
     pub fn start_with_env(
         paddock: &Path,
         extra_args: &[&str],
         env: &[(&str, String)],
+        config: &str,
     ) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("paddock-bench-")
@@ -36,6 +38,7 @@ impl PrivateDaemon {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(dir.path().join("run"))?;
+        std::fs::write(dir.path().join("config.toml"), config)?;
         let mut daemon = Self {
             paddock: paddock.to_path_buf(),
             dir,
@@ -72,6 +75,7 @@ impl PrivateDaemon {
             .env("PADDOCK_STATE_DIR", self.dir.path().join("state"))
             .env("PADDOCK_AUX_SOCKET_DIR", self.dir.path())
             .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
+            .env("PADDOCK_CONFIG", self.dir.path().join("config.toml"))
             .env_remove("PADDOCK_DAEMON_TOKEN_FILE_PATH");
         command
     }

@@ -113,13 +113,34 @@ impl AdapterDescriptor {
         let Some(supported) = self.supported else {
             return Ok(());
         };
-        let version =
-            self.query_version(host, program)
-                .await
-                .map_err(|message| OpenError::Spawn {
-                    program: program.display().to_string(),
-                    message,
+        // The same file (path, inode, size, modification time) answered before: its version
+        // has not changed, and asking again would spawn the CLI once more on every open.
+        let identity = program_identity(program).await;
+        let cached = identity.as_ref().and_then(|identity| {
+            known_versions()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(identity)
+                .cloned()
+        });
+        let version = match cached {
+            Some(version) => version,
+            None => {
+                let version = self.query_version(host, program).await.map_err(|message| {
+                    OpenError::Spawn {
+                        program: program.display().to_string(),
+                        message,
+                    }
                 })?;
+                if let Some(identity) = identity {
+                    known_versions()
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(identity, version.clone());
+                }
+                version
+            }
+        };
         match major(&version) {
             Some(major) if major == supported.major => Ok(()),
             _ => Err(OpenError::UnsupportedVersion {
@@ -397,4 +418,29 @@ mod tests {
                 .is_ok()
         );
     }
+}
+
+/// What identifies one installed program file: its path, inode, size and modification time.
+type ProgramIdentity = (PathBuf, u64, u64, i64, i64);
+
+/// Versions already read, by program file, for this process.
+fn known_versions() -> &'static std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>
+{
+    static KNOWN: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>,
+    > = std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// The identity of the file `program` resolves to, if it can be read.
+async fn program_identity(program: &Path) -> Option<ProgramIdentity> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata = tokio::fs::metadata(program).await.ok()?;
+    Some((
+        program.to_path_buf(),
+        metadata.ino(),
+        metadata.len(),
+        metadata.mtime(),
+        metadata.mtime_nsec(),
+    ))
 }
