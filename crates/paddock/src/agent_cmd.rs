@@ -419,7 +419,7 @@ async fn run_prompt(
             }
         }
     }
-    drop(stream);
+    drop(follower);
     let closed = match closed_early {
         Some(closed) => closed,
         None => client
@@ -643,7 +643,7 @@ async fn chat(common: CommonArgs, logging: &LogArgs) -> anyhow::Result<ExitCode>
             },
         }
     }
-    drop(stream);
+    drop(follower);
     client
         .request::<AgentsStop>(stop_params(&session.id), REQUEST_TIMEOUT)
         .await

@@ -270,6 +270,31 @@ impl Drop for ProbeHome {
     }
 }
 
+/// What identifies one installed program file: its path, inode, size and modification time.
+type ProgramIdentity = (PathBuf, u64, u64, i64, i64);
+
+/// Versions already read, by program file, for this process.
+fn known_versions() -> &'static std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>
+{
+    static KNOWN: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>,
+    > = std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// The identity of the file `program` resolves to, if it can be read.
+async fn program_identity(program: &Path) -> Option<ProgramIdentity> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata = tokio::fs::metadata(program).await.ok()?;
+    Some((
+        program.to_path_buf(),
+        metadata.ino(),
+        metadata.len(),
+        metadata.mtime(),
+        metadata.mtime_nsec(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,29 +443,4 @@ mod tests {
                 .is_ok()
         );
     }
-}
-
-/// What identifies one installed program file: its path, inode, size and modification time.
-type ProgramIdentity = (PathBuf, u64, u64, i64, i64);
-
-/// Versions already read, by program file, for this process.
-fn known_versions() -> &'static std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>
-{
-    static KNOWN: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>,
-    > = std::sync::OnceLock::new();
-    KNOWN.get_or_init(Default::default)
-}
-
-/// The identity of the file `program` resolves to, if it can be read.
-async fn program_identity(program: &Path) -> Option<ProgramIdentity> {
-    use std::os::unix::fs::MetadataExt as _;
-    let metadata = tokio::fs::metadata(program).await.ok()?;
-    Some((
-        program.to_path_buf(),
-        metadata.ino(),
-        metadata.len(),
-        metadata.mtime(),
-        metadata.mtime_nsec(),
-    ))
 }

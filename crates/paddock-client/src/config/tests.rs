@@ -162,6 +162,9 @@ fn the_documented_example_parses() {
 [agents]
 sandbox = "landlock"
 idle_stop_secs = 600
+stall_after_secs = 120
+sandbox_exec = ["~/.cargo", "/nix/store"]
+sandbox_write = ["/srv/shared"]
 
 [upstreams.anthropic]
 url = "https://api.anthropic.com"
@@ -186,6 +189,10 @@ scheme = "Bearer"
             agents: AgentsConfig {
                 sandbox: Some(SandboxMode::Landlock),
                 idle_stop: Some(Duration::from_secs(600)),
+                stall_after: Some(Duration::from_secs(120)),
+                sandbox_read: Vec::new(),
+                sandbox_exec: vec!["/home/me/.cargo".into(), "/nix/store".into()],
+                sandbox_write: vec!["/srv/shared".into()],
             },
             upstreams: UpstreamsConfig {
                 anthropic: Some(UpstreamConfig {
