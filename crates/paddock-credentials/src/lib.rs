@@ -69,16 +69,15 @@ mod config;
 mod error;
 mod guard;
 mod key;
+mod launch_env;
 mod proxy;
 mod tls;
 
-pub use broker::{
-    CredentialBroker, LaunchEnv, LaunchEnvSpec, PROXY_TOKEN_FILE_VAR, PROXY_URL_VAR, VendorEnv,
-    Voucher, VoucherInfo,
-};
+pub use broker::{CredentialBroker, PROXY_TOKEN_FILE_VAR, PROXY_URL_VAR, Voucher, VoucherInfo};
 pub use capability::{Capabilities, Grant};
 pub use config::{CredentialBrokerConfig, ProxyTimeouts, UpstreamConfig};
 pub use error::CredentialError;
 pub use key::{KeyError, KeySource};
+pub use launch_env::{LaunchEnv, LaunchEnvSpec, VendorEnv};
 pub use proxy::{X_AGENT_ACTIVE_CAPABILITIES, X_AGENT_ID, X_CLIENT};
 pub use tls::{SSL_CERT_DIR_VAR, SSL_CERT_FILE_VAR, UpstreamTrust};

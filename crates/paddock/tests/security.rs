@@ -249,7 +249,14 @@ fn daemon_stop_signals_only_the_process_its_record_names() {
     harness.ensure_runtime_dir().unwrap();
     let _lock = hold_lock(&paths.lock_file);
     let bystander = sleeper();
-    let facts = paddock_client::pid::ProcessFacts::read(bystander.pid()).unwrap();
+    // Read its facts once it runs `sleep` (on a loaded machine `/proc` can show the moment
+    // before the exec).
+    let facts = paddock_testkit::wait_until(Duration::from_secs(10), || {
+        paddock_client::pid::ProcessFacts::read(bystander.pid())
+            .ok()
+            .filter(|facts| facts.cmdline.first().is_some_and(|arg| arg == "sleep"))
+    })
+    .unwrap();
     let record = |start_ticks: u64, cmdline: Vec<String>| {
         serde_json::json!({
             "pid": bystander.pid(),
