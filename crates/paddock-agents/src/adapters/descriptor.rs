@@ -115,7 +115,7 @@ impl AdapterDescriptor {
         };
         // The same file (path, inode, size, modification time) answered before: its version
         // has not changed, and asking again would spawn the CLI once more on every open.
-        let identity = program_identity(program).await;
+        let identity = program_identity(program, self.version_args).await;
         let cached = identity.as_ref().and_then(|identity| {
             known_versions()
                 .lock()
@@ -270,8 +270,9 @@ impl Drop for ProbeHome {
     }
 }
 
-/// What identifies one installed program file: its path, inode, size and modification time.
-type ProgramIdentity = (PathBuf, u64, u64, i64, i64);
+/// What identifies one version answer: the program file (path, inode, size, modification
+/// time) and the arguments that asked it.
+type ProgramIdentity = (PathBuf, u64, u64, i64, i64, Vec<&'static str>);
 
 /// Versions already read, by program file, for this process.
 fn known_versions() -> &'static std::sync::Mutex<std::collections::HashMap<ProgramIdentity, String>>
@@ -283,7 +284,10 @@ fn known_versions() -> &'static std::sync::Mutex<std::collections::HashMap<Progr
 }
 
 /// The identity of the file `program` resolves to, if it can be read.
-async fn program_identity(program: &Path) -> Option<ProgramIdentity> {
+async fn program_identity(
+    program: &Path,
+    version_args: &'static [&'static str],
+) -> Option<ProgramIdentity> {
     use std::os::unix::fs::MetadataExt as _;
     let metadata = tokio::fs::metadata(program).await.ok()?;
     Some((
@@ -292,6 +296,7 @@ async fn program_identity(program: &Path) -> Option<ProgramIdentity> {
         metadata.len(),
         metadata.mtime(),
         metadata.mtime_nsec(),
+        version_args.to_vec(),
     ))
 }
 
