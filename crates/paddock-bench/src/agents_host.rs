@@ -167,6 +167,7 @@ async fn hosted_launch(
                     key: AgentKey::Value(SensitiveText::new("sk-bench-unused")),
                 }),
                 prompt: None,
+                sandbox: None,
             },
             REQUEST_TIMEOUT,
         )

@@ -74,6 +74,8 @@ struct Inner {
     env: ClientEnv,
     /// The control socket, given to every session's environment.
     socket: Option<PathBuf>,
+    /// The sandbox a launch that asks for `landlock` gets when the daemon's own is off.
+    sandbox_default: paddock_agents::sandbox::SandboxConfig,
 }
 
 /// One hosted session.
@@ -116,7 +118,8 @@ impl AgentsHost {
     ) -> Result<Self, ControlError> {
         let mut host = HostConfig::new(state_dir.join("agents"));
         host.paddock_command = paddock_command;
-        host = configure_sandbox(host, agents, socket.as_deref());
+        let sandbox_default = sandbox_config(agents, socket.as_deref());
+        host = configure_sandbox(host, agents, sandbox_default.clone());
         let mut bytes = [0u8; 4];
         getrandom::fill(&mut bytes).map_err(|error| internal(error.to_string()))?;
         let boot = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
@@ -130,6 +133,7 @@ impl AgentsHost {
                 shutting_down: AtomicBool::new(false),
                 env,
                 socket,
+                sandbox_default,
             }),
         })
     }
@@ -207,6 +211,7 @@ impl AgentsHost {
             }
             _ => self.inner.host.clone(),
         };
+        let host = with_launch_sandbox(host, params.sandbox.as_ref(), &self.inner.sandbox_default)?;
         let request = OpenRequest {
             backend,
             launch: Launch {
@@ -532,7 +537,7 @@ impl AgentsHost {
 fn configure_sandbox(
     host: HostConfig,
     agents: &paddock_client::config::AgentsConfig,
-    socket: Option<&std::path::Path>,
+    sandbox: paddock_agents::sandbox::SandboxConfig,
 ) -> HostConfig {
     use paddock_client::config::SandboxMode;
     let support = paddock_process::sandbox::status();
@@ -540,16 +545,6 @@ fn configure_sandbox(
         support,
         paddock_process::sandbox::SandboxSupport::Available { .. }
     );
-    let sandbox = paddock_agents::sandbox::SandboxConfig {
-        extra_read: agents.sandbox_read.clone(),
-        extra_exec: agents.sandbox_exec.clone(),
-        extra_write: agents.sandbox_write.clone(),
-        connect: socket
-            .and_then(std::path::Path::parent)
-            .map(|dir| vec![dir.to_path_buf()])
-            .unwrap_or_default(),
-        allow_unconfined: false,
-    };
     match agents.sandbox {
         Some(SandboxMode::Off) => {
             info!(
@@ -570,6 +565,70 @@ fn configure_sandbox(
             host
         }
     }
+}
+
+/// The sandbox every launch gets: the config file's widening, and the control socket's
+/// directory connectable.
+fn sandbox_config(
+    agents: &paddock_client::config::AgentsConfig,
+    socket: Option<&std::path::Path>,
+) -> paddock_agents::sandbox::SandboxConfig {
+    paddock_agents::sandbox::SandboxConfig {
+        extra_read: agents.sandbox_read.clone(),
+        extra_exec: agents.sandbox_exec.clone(),
+        extra_write: agents.sandbox_write.clone(),
+        connect: socket
+            .and_then(std::path::Path::parent)
+            .map(|dir| vec![dir.to_path_buf()])
+            .unwrap_or_default(),
+        allow_unconfined: false,
+    }
+}
+
+/// One launch's sandbox: the daemon's, switched on or off and widened by the request.
+fn with_launch_sandbox(
+    mut host: HostConfig,
+    request: Option<&paddock_client::control::AgentSandbox>,
+    default: &paddock_agents::sandbox::SandboxConfig,
+) -> Result<HostConfig, ControlError> {
+    let Some(request) = request else {
+        return Ok(host);
+    };
+    match request.mode.as_deref() {
+        None => {}
+        Some("off") => {
+            if !(request.read.is_empty() && request.exec.is_empty() && request.write.is_empty()) {
+                return Err(invalid("a sandbox that is off takes no paths"));
+            }
+            info!("this agent launch runs without the sandbox, as its request asks");
+            host.sandbox = None;
+            return Ok(host);
+        }
+        Some("landlock") => {
+            if host.sandbox.is_none() {
+                host.sandbox = Some(default.clone());
+            }
+        }
+        Some(other) => {
+            return Err(invalid(format!(
+                "unknown sandbox mode `{other}`; use `landlock` or `off`"
+            )));
+        }
+    }
+    for path in request.read.iter().chain(&request.exec).chain(&request.write) {
+        if !path.is_absolute() {
+            return Err(invalid(format!(
+                "sandbox path `{}` must be absolute",
+                path.display()
+            )));
+        }
+    }
+    if let Some(sandbox) = host.sandbox.as_mut() {
+        sandbox.extra_read.extend(request.read.iter().cloned());
+        sandbox.extra_exec.extend(request.exec.iter().cloned());
+        sandbox.extra_write.extend(request.write.iter().cloned());
+    }
+    Ok(host)
 }
 
 /// Reads a session's events into its log, answers permission requests by the session's

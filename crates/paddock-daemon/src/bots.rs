@@ -214,6 +214,12 @@ impl BotsHost {
             instructions: bot.instructions.clone(),
             mode: bot.mode.clone().unwrap_or_else(|| "default".to_owned()),
             permissions: bot.permissions.clone().unwrap_or_else(|| "deny".to_owned()),
+            sandbox: bot
+                .sandbox
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|error| ControlError::new(ErrorCode::Internal, error.to_string()))?,
             created_at_ms: 0,
         };
         self.blocking(move |store| store.put_bot(&stored)).await?;
@@ -295,6 +301,7 @@ impl BotsHost {
                 permissions: Some(definition.permissions.clone()),
                 upstream: None,
                 prompt: None,
+                sandbox: stored_sandbox(definition.sandbox.as_deref()),
             },
         };
         self.runners
@@ -493,7 +500,14 @@ fn definition(bot: paddock_store::BotDefinition) -> BotDefinition {
         instructions: bot.instructions,
         mode: Some(bot.mode),
         permissions: Some(bot.permissions),
+        sandbox: stored_sandbox(bot.sandbox.as_deref()),
     }
+}
+
+/// A bot's stored sandbox setting (written by `bots/add`, so it parses; anything else is the
+/// daemon's default).
+fn stored_sandbox(json: Option<&str>) -> Option<paddock_client::control::AgentSandbox> {
+    json.and_then(|json| serde_json::from_str(json).ok())
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub(crate) const SCHEMA: &str = "
         instructions TEXT,
         mode TEXT NOT NULL,
         permissions TEXT NOT NULL,
+        sandbox TEXT,
         created_at_ms INTEGER NOT NULL
     );
     CREATE TABLE IF NOT EXISTS inbox (
@@ -55,6 +56,8 @@ pub struct BotDefinition {
     pub instructions: Option<String>,
     pub mode: String,
     pub permissions: String,
+    /// The bot's own sandbox setting, as the control wire's JSON (`None`: the daemon's).
+    pub sandbox: Option<String>,
     pub created_at_ms: u64,
 }
 
@@ -102,10 +105,10 @@ impl Store {
     pub fn put_bot(&self, bot: &BotDefinition) -> Result<(), StoreError> {
         self.connection()
             .execute(
-                "INSERT INTO bots (id, backend, model, cwd, instructions, mode, permissions, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                "INSERT INTO bots (id, backend, model, cwd, instructions, mode, permissions, sandbox, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8)
                  ON CONFLICT (id) DO UPDATE SET backend = ?2, model = ?3, cwd = ?4,
-                     instructions = ?5, mode = ?6, permissions = ?7",
+                     instructions = ?5, mode = ?6, permissions = ?7, sandbox = ?9",
                 params![
                     bot.id,
                     bot.backend,
@@ -114,7 +117,8 @@ impl Store {
                     bot.instructions,
                     bot.mode,
                     bot.permissions,
-                    now_ms()
+                    now_ms(),
+                    bot.sandbox
                 ],
             )
             .map(drop)
@@ -143,13 +147,13 @@ impl Store {
 
     /// Every bot, by id.
     pub fn bots(&self) -> Result<Vec<BotDefinition>, StoreError> {
-        self.query_bots("SELECT id, backend, model, cwd, instructions, mode, permissions, created_at_ms FROM bots ORDER BY id", None)
+        self.query_bots("SELECT id, backend, model, cwd, instructions, mode, permissions, created_at_ms, sandbox FROM bots ORDER BY id", None)
     }
 
     /// One bot.
     pub fn bot(&self, id: &str) -> Result<Option<BotDefinition>, StoreError> {
         Ok(self
-            .query_bots("SELECT id, backend, model, cwd, instructions, mode, permissions, created_at_ms FROM bots WHERE id = ?1", Some(id))?
+            .query_bots("SELECT id, backend, model, cwd, instructions, mode, permissions, created_at_ms, sandbox FROM bots WHERE id = ?1", Some(id))?
             .pop())
     }
 
@@ -168,6 +172,7 @@ impl Store {
                 mode: row.get(5)?,
                 permissions: row.get(6)?,
                 created_at_ms: as_u64(row.get(7)?),
+                sandbox: row.get(8)?,
             })
         };
         let rows = match id {
@@ -340,11 +345,13 @@ mod tests {
             instructions: Some("be brief".into()),
             mode: "default".into(),
             permissions: "deny".into(),
+            sandbox: Some(r#"{"read":["/srv/docs"]}"#.into()),
             created_at_ms: 0,
         };
         store.put_bot(&bot).unwrap();
         let stored = store.bot("helper").unwrap().unwrap();
         assert_eq!(stored.instructions.as_deref(), Some("be brief"));
+        assert_eq!(stored.sandbox, bot.sandbox);
         assert_eq!(
             store
                 .inbox_append("helper", "/.dm/owner", "owner", "one")

@@ -144,6 +144,47 @@ pub struct CommonArgs {
     /// The bot the session works for.
     #[arg(long)]
     bot: Option<String>,
+    #[command(flatten)]
+    sandbox: SandboxArgs,
+}
+
+/// One agent's sandbox, over the daemon's (`[agents]` in the config file).
+#[derive(Debug, Clone, Args)]
+pub struct SandboxArgs {
+    /// `landlock` or `off` for this agent (default: the daemon's setting).
+    #[arg(long = "sandbox", value_name = "MODE", value_parser = ["landlock", "off"])]
+    mode: Option<String>,
+    /// A path the agent may also read (repeatable).
+    #[arg(long = "sandbox-read", value_name = "PATH")]
+    read: Vec<PathBuf>,
+    /// A path it may also read and execute, e.g. a toolchain (repeatable).
+    #[arg(long = "sandbox-exec", value_name = "PATH")]
+    exec: Vec<PathBuf>,
+    /// A path it may also read and write (repeatable).
+    #[arg(long = "sandbox-write", value_name = "PATH")]
+    write: Vec<PathBuf>,
+}
+
+impl SandboxArgs {
+    /// The wire form, with paths made absolute; `None` when nothing was asked.
+    pub fn to_wire(&self) -> anyhow::Result<Option<paddock_client::control::AgentSandbox>> {
+        if self.mode.is_none() && self.read.is_empty() && self.exec.is_empty() && self.write.is_empty()
+        {
+            return Ok(None);
+        }
+        let absolute = |paths: &[PathBuf]| -> anyhow::Result<Vec<PathBuf>> {
+            paths
+                .iter()
+                .map(|path| Ok(std::path::absolute(path)?))
+                .collect()
+        };
+        Ok(Some(paddock_client::control::AgentSandbox {
+            mode: self.mode.clone(),
+            read: absolute(&self.read)?,
+            exec: absolute(&self.exec)?,
+            write: absolute(&self.write)?,
+        }))
+    }
 }
 
 /// Checks a `--key-from` value and keeps it as written (the config module resolves it).
@@ -349,6 +390,7 @@ fn open_params(common: &CommonArgs, prompt: Option<String>) -> anyhow::Result<Ag
         permissions: Some(permissions.to_owned()),
         upstream: upstream.map(|(upstream, _)| upstream),
         prompt: prompt.map(SensitiveText::new),
+        sandbox: common.sandbox.to_wire()?,
     })
 }
 

@@ -42,6 +42,8 @@ pub enum BotCommand {
         /// How permission requests are answered: `allow` or `deny` (default).
         #[arg(long)]
         permissions: Option<String>,
+        #[command(flatten)]
+        sandbox: crate::agent_cmd::SandboxArgs,
     },
     /// Remove a bot with its inbox and outbox.
     Remove { id: String },
@@ -137,6 +139,7 @@ pub async fn run_bot(command: BotCommand) -> anyhow::Result<ExitCode> {
             instructions,
             mode,
             permissions,
+            sandbox,
         } => {
             let cwd = match cwd {
                 Some(dir) => std::path::absolute(dir)?,
@@ -153,6 +156,7 @@ pub async fn run_bot(command: BotCommand) -> anyhow::Result<ExitCode> {
                         instructions,
                         mode,
                         permissions,
+                        sandbox: sandbox.to_wire()?,
                     },
                     TIMEOUT,
                 )

@@ -731,3 +731,64 @@ fn a_daemon_hosted_agent_of_an_ordinary_user_reaches_no_key_and_still_works() {
 }
 
 const OWN_KEY: &str = "sk-ant-ordinary-user-key-5150";
+
+/// One agent's sandbox over the daemon's: by default a file outside the allowed paths is
+/// refused; `--sandbox-read` lets that agent read it; `--sandbox off` runs it unconfined.
+#[test]
+fn one_agent_can_be_given_more_of_the_disk_or_no_sandbox() {
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    let bin =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
+    assert!(bin.join("claude").exists(), "hint: run `scripts/setup --dev`");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    harness
+        .set_env("PATH", path)
+        .set_env("TEST_MODEL_KEY", "sk-ant-widening-test");
+    let docs = harness.root().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("notes.txt"), "shared-notes-4242").unwrap();
+    let probe = format!("cat {}/notes.txt; echo rc=$?", docs.display());
+    let mut turns = Vec::new();
+    for run in 0..3 {
+        turns.push(Turn::tool(
+            &format!("call_read_{run}"),
+            "Bash",
+            serde_json::json!({ "description": "Read", "command": probe }),
+        ));
+        turns.push(Turn::text("Read."));
+    }
+    let model = ScriptedModel::start(turns).unwrap();
+    let upstream = model.base_url();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "agent",
+            "run",
+            "--permissions",
+            "allow",
+            "--upstream",
+            &upstream,
+            "--key-from",
+            "env:TEST_MODEL_KEY",
+        ];
+        args.extend_from_slice(extra);
+        args.push("read the notes");
+        harness.run(args).unwrap().success().unwrap();
+    };
+    let docs_arg = docs.display().to_string();
+    run(&[]);
+    run(&["--sandbox-read", &docs_arg]);
+    run(&["--sandbox", "off"]);
+    let results: Vec<String> = model
+        .scripted_requests()
+        .iter()
+        .map(|request| request.body.to_string())
+        .collect();
+    assert_eq!(results.len(), 6, "{results:?}");
+    assert!(
+        results[1].contains("Permission denied") && !results[1].contains("shared-notes-4242"),
+        "the daemon's sandbox refuses the file: {}",
+        results[1]
+    );
+    assert!(results[3].contains("shared-notes-4242"), "widened: {}", results[3]);
+    assert!(results[5].contains("shared-notes-4242"), "off: {}", results[5]);
+}

@@ -586,6 +586,27 @@ pub struct AgentsOpenParams {
     /// The first message, admitted as command `c1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<SensitiveText>,
+    /// This launch's sandbox, over the daemon's (`[agents]` in the config file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<AgentSandbox>,
+}
+
+/// One agent's sandbox: on or off, and more paths than every launch gets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSandbox {
+    /// `landlock` or `off`; absent, the daemon's setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Hierarchies (or files) it may also read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// … read and execute (a toolchain outside /usr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec: Vec<PathBuf>,
+    /// … read and write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<PathBuf>,
 }
 
 /// A model upstream as the caller resolved it.
@@ -774,6 +795,9 @@ pub struct BotDefinition {
     /// As in `agents/open` (default `deny`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<String>,
+    /// As in `agents/open`: this bot's sandbox over the daemon's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<AgentSandbox>,
 }
 
 /// Names a bot.
