@@ -615,7 +615,12 @@ fn with_launch_sandbox(
             )));
         }
     }
-    for path in request.read.iter().chain(&request.exec).chain(&request.write) {
+    for path in request
+        .read
+        .iter()
+        .chain(&request.exec)
+        .chain(&request.write)
+    {
         if !path.is_absolute() {
             return Err(invalid(format!(
                 "sandbox path `{}` must be absolute",

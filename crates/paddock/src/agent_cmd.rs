@@ -168,7 +168,10 @@ pub struct SandboxArgs {
 impl SandboxArgs {
     /// The wire form, with paths made absolute; `None` when nothing was asked.
     pub fn to_wire(&self) -> anyhow::Result<Option<paddock_client::control::AgentSandbox>> {
-        if self.mode.is_none() && self.read.is_empty() && self.exec.is_empty() && self.write.is_empty()
+        if self.mode.is_none()
+            && self.read.is_empty()
+            && self.exec.is_empty()
+            && self.write.is_empty()
         {
             return Ok(None);
         }

@@ -739,8 +739,15 @@ fn one_agent_can_be_given_more_of_the_disk_or_no_sandbox() {
     let mut harness = DaemonHarness::new(BIN).unwrap();
     let bin =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(bin.join("claude").exists(), "hint: run `scripts/setup --dev`");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    assert!(
+        bin.join("claude").exists(),
+        "hint: run `scripts/setup --dev`"
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     harness
         .set_env("PATH", path)
         .set_env("TEST_MODEL_KEY", "sk-ant-widening-test");
@@ -789,6 +796,14 @@ fn one_agent_can_be_given_more_of_the_disk_or_no_sandbox() {
         "the daemon's sandbox refuses the file: {}",
         results[1]
     );
-    assert!(results[3].contains("shared-notes-4242"), "widened: {}", results[3]);
-    assert!(results[5].contains("shared-notes-4242"), "off: {}", results[5]);
+    assert!(
+        results[3].contains("shared-notes-4242"),
+        "widened: {}",
+        results[3]
+    );
+    assert!(
+        results[5].contains("shared-notes-4242"),
+        "off: {}",
+        results[5]
+    );
 }

@@ -532,7 +532,86 @@ mod tests {
             bot: "b".into(),
             text: SensitiveText::new("x"),
         });
-        assert_eq!(METHOD_NAMES.len(), 13);
+        round_trip::<AuthHello>(AuthHelloParams {
+            token: Some(SensitiveText::new("t")),
+            voucher: None,
+        });
+        let open = round_trip::<AgentsOpen>(AgentsOpenParams {
+            backend: "claude".into(),
+            cwd: "/work".into(),
+            model: None,
+            mode: Some("plan".into()),
+            instructions: None,
+            env: vec![("A".into(), "1".into())],
+            bot: Some("helper".into()),
+            permissions: Some("allow".into()),
+            upstream: Some(AgentUpstream {
+                url: "https://api.anthropic.com".into(),
+                header: "x-api-key".into(),
+                scheme: None,
+                key: AgentKey::Source("file:/k".into()),
+            }),
+            prompt: Some(SensitiveText::new("hi")),
+            sandbox: Some(AgentSandbox {
+                mode: None,
+                read: vec!["/docs".into()],
+                exec: Vec::new(),
+                write: Vec::new(),
+            }),
+        });
+        assert_eq!(open["params"]["upstream"]["key"]["source"], "file:/k");
+        assert_eq!(open["params"]["sandbox"]["read"][0], "/docs");
+        let session = || AgentsSessionParams {
+            id: "agt-1-1".into(),
+        };
+        round_trip::<AgentsSend>(AgentsSendParams {
+            id: "agt-1-1".into(),
+            text: SensitiveText::new("more"),
+        });
+        round_trip::<AgentsInterrupt>(session());
+        round_trip::<AgentsStop>(AgentsStopParams {
+            id: "agt-1-1".into(),
+            reason: None,
+            force_after_ms: Some(0),
+        });
+        round_trip::<AgentsSnapshot>(session());
+        round_trip::<AgentsList>(());
+        let events = round_trip::<AgentsEvents>(AgentsEventsParams {
+            id: "agt-1-1".into(),
+            from: 7,
+        });
+        assert_eq!(events["params"]["from"], 7);
+        round_trip::<BotsAdd>(BotDefinition {
+            id: "helper".into(),
+            backend: "claude".into(),
+            model: None,
+            cwd: "/work".into(),
+            instructions: None,
+            mode: None,
+            permissions: None,
+            sandbox: None,
+        });
+        round_trip::<BotsRemove>(BotParams {
+            bot: "helper".into(),
+        });
+        round_trip::<BotsList>(());
+        round_trip::<BotsMessage>(BotMessageParams {
+            bot: "helper".into(),
+            target: None,
+            text: SensitiveText::new("hello"),
+        });
+        round_trip::<BotsOutbox>(BotParams {
+            bot: "helper".into(),
+        });
+        round_trip::<InboxPull>(());
+        round_trip::<InboxAck>(InboxAckParams { upto: Some(3) });
+        let send = round_trip::<MessageSend>(MessageSendParams {
+            target: "/.dm/owner".into(),
+            text: SensitiveText::new("reply"),
+            continue_anyway: true,
+        });
+        assert_eq!(send["params"]["continueAnyway"], true);
+        assert_eq!(METHOD_NAMES.len(), 29);
 
         let voucher = VoucherEntry {
             id: "v-1".into(),
