@@ -153,25 +153,25 @@ pub struct CommonArgs {
 pub struct SandboxArgs {
     /// `landlock` or `off` for this agent (default: the daemon's setting).
     #[arg(long = "sandbox", value_name = "MODE", value_parser = ["landlock", "off"])]
-    mode: Option<String>,
+    sandbox_mode: Option<String>,
     /// A path the agent may also read (repeatable).
     #[arg(long = "sandbox-read", value_name = "PATH")]
-    read: Vec<PathBuf>,
+    sandbox_read: Vec<PathBuf>,
     /// A path it may also read and execute, e.g. a toolchain (repeatable).
     #[arg(long = "sandbox-exec", value_name = "PATH")]
-    exec: Vec<PathBuf>,
+    sandbox_exec: Vec<PathBuf>,
     /// A path it may also read and write (repeatable).
     #[arg(long = "sandbox-write", value_name = "PATH")]
-    write: Vec<PathBuf>,
+    sandbox_write: Vec<PathBuf>,
 }
 
 impl SandboxArgs {
     /// The wire form, with paths made absolute; `None` when nothing was asked.
     pub fn to_wire(&self) -> anyhow::Result<Option<paddock_client::control::AgentSandbox>> {
-        if self.mode.is_none()
-            && self.read.is_empty()
-            && self.exec.is_empty()
-            && self.write.is_empty()
+        if self.sandbox_mode.is_none()
+            && self.sandbox_read.is_empty()
+            && self.sandbox_exec.is_empty()
+            && self.sandbox_write.is_empty()
         {
             return Ok(None);
         }
@@ -182,10 +182,10 @@ impl SandboxArgs {
                 .collect()
         };
         Ok(Some(paddock_client::control::AgentSandbox {
-            mode: self.mode.clone(),
-            read: absolute(&self.read)?,
-            exec: absolute(&self.exec)?,
-            write: absolute(&self.write)?,
+            mode: self.sandbox_mode.clone(),
+            read: absolute(&self.sandbox_read)?,
+            exec: absolute(&self.sandbox_exec)?,
+            write: absolute(&self.sandbox_write)?,
         }))
     }
 }

@@ -163,3 +163,14 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks over every subcommand and flag (ids, conflicts), which
+    /// otherwise fire only when the command in question runs.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory as _;
+        super::Cli::command().debug_assert();
+    }
+}
