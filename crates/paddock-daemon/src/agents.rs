@@ -604,11 +604,8 @@ fn with_launch_sandbox(
             host.sandbox = None;
             return Ok(host);
         }
-        Some("landlock") => {
-            if host.sandbox.is_none() {
-                host.sandbox = Some(default.clone());
-            }
-        }
+        Some("landlock") if host.sandbox.is_none() => host.sandbox = Some(default.clone()),
+        Some("landlock") => {}
         Some(other) => {
             return Err(invalid(format!(
                 "unknown sandbox mode `{other}`; use `landlock` or `off`"
