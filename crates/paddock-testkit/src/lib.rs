@@ -98,6 +98,59 @@ impl DaemonHarness {
         Ok(harness)
     }
 
+    /// Puts the agent CLIs that `scripts/setup --dev` pins (`tests/agents/node_modules/.bin`:
+    /// Claude Code, Codex, OpenCode, Pi) first on the PATH of every command and of the daemons
+    /// they start. Fails, saying how to install them, when they are missing.
+    pub fn with_agent_clis(&mut self) -> anyhow::Result<&mut Self> {
+        let bin =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
+        anyhow::ensure!(
+            bin.join("claude").exists(),
+            "the agent CLIs are not installed in `{}`\nhint: run `scripts/setup --dev`",
+            bin.display()
+        );
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Ok(self.set_env("PATH", path))
+    }
+
+    /// The HOME every command runs with (private to the test).
+    pub fn home(&self) -> PathBuf {
+        self.vars
+            .iter()
+            .find(|(name, _)| name == "HOME")
+            .map(|(_, value)| PathBuf::from(value))
+            .unwrap_or_else(|| self.root.path().join("home"))
+    }
+
+    /// Configures the Anthropic upstream the way a user does: `key` in a 0600 key file and
+    /// `[upstreams.anthropic]` naming `url` and that file in `config.toml`, both under the
+    /// user's default config directory (`~/.config/paddock`), after the `[agents]` lines in
+    /// `agents`. Returns the key file.
+    pub fn write_anthropic_config(
+        &self,
+        url: &str,
+        key: &str,
+        agents: &str,
+    ) -> anyhow::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = self.home().join(".config/paddock");
+        std::fs::create_dir_all(&dir)?;
+        let key_file = dir.join("anthropic.key");
+        std::fs::write(&key_file, key)?;
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))?;
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[agents]\n{agents}\n[upstreams.anthropic]\nurl = \"{url}\"\nkey = \"file:~/.config/paddock/anthropic.key\"\n"
+            ),
+        )?;
+        Ok(key_file)
+    }
+
     /// Sets (or replaces) an environment variable for every command the harness runs.
     pub fn set_env(&mut self, name: &str, value: impl Into<OsString>) -> &mut Self {
         self.vars.retain(|(existing, _)| existing != name);

@@ -3,8 +3,6 @@
 //! proxy.
 #![cfg(test)]
 
-use std::path::PathBuf;
-
 use paddock_testkit::DaemonHarness;
 use paddock_testkit::model::{ScriptedModel, Turn};
 
@@ -12,19 +10,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 const KEY: &str = "sk-ant-cli-test-key";
 
 fn harness_with_claude() -> DaemonHarness {
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(
-        bin.join("claude").exists(),
-        "hint: run `scripts/setup --dev`"
-    );
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    harness.set_env("PATH", path).set_env("TEST_MODEL_KEY", KEY);
+    harness
+        .with_agent_clis()
+        .unwrap()
+        .set_env("TEST_MODEL_KEY", KEY);
     harness
 }
 

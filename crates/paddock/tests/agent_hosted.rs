@@ -5,7 +5,6 @@
 #![cfg(test)]
 
 use std::io::{BufRead as _, BufReader};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -19,19 +18,11 @@ const KEY: &str = "sk-ant-hosted-test-key";
 const DEADLINE: Duration = Duration::from_secs(90);
 
 fn harness_with_claude() -> DaemonHarness {
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(
-        bin.join("claude").exists(),
-        "hint: run `scripts/setup --dev`"
-    );
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    harness.set_env("PATH", path).set_env("TEST_MODEL_KEY", KEY);
+    harness
+        .with_agent_clis()
+        .unwrap()
+        .set_env("TEST_MODEL_KEY", KEY);
     harness
 }
 

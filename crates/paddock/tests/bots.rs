@@ -79,19 +79,8 @@ fn outbox(harness: &DaemonHarness) -> Vec<Value> {
 
 #[test]
 fn a_message_wakes_the_bot_which_pulls_replies_and_is_held_or_blocked_when_it_should_be() {
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(
-        bin.join("claude").exists(),
-        "hint: run `scripts/setup --dev`"
-    );
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    harness.set_env("PATH", path);
+    harness.with_agent_clis().unwrap();
     let model = ScriptedModel::start(vec![
         // Woken by the first notice: pull, then reply with a card number in the text.
         bash("call_pull", "paddock inbox pull"),
@@ -117,31 +106,9 @@ fn a_message_wakes_the_bot_which_pulls_replies_and_is_held_or_blocked_when_it_sh
 
     // The upstream and key the way a user configures them: the config file and a 0600 key
     // file under the user's own config directory.
-    let home = PathBuf::from(
-        harness
-            .client_env_vars()
-            .into_iter()
-            .find(|(name, _)| name == "HOME")
-            .unwrap()
-            .1,
-    );
-    let config_dir = home.join(".config/paddock");
-    std::fs::create_dir_all(&config_dir).unwrap();
-    let key_file = config_dir.join("anthropic.key");
-    std::fs::write(&key_file, KEY).unwrap();
-    std::fs::set_permissions(
-        &key_file,
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
-    )
-    .unwrap();
-    std::fs::write(
-        config_dir.join("config.toml"),
-        format!(
-            "[upstreams.anthropic]\nurl = \"{}\"\nkey = \"file:~/.config/paddock/anthropic.key\"\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
+    harness
+        .write_anthropic_config(&model.base_url(), KEY, "")
+        .unwrap();
     let work = tempfile::tempdir().unwrap();
     harness.start_detached(&[]).unwrap();
     harness

@@ -122,16 +122,6 @@ fn without_the_token_a_connection_gets_only_the_status() {
     assert!(!hello.to_string().contains(&token));
 }
 
-fn claude_bin() -> PathBuf {
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(
-        bin.join("claude").exists(),
-        "hint: run `scripts/setup --dev`"
-    );
-    bin
-}
-
 /// The voucher file of launch `id`, as the agent finds it through `PADDOCK_PROXY_TOKEN_FILE`.
 fn voucher_of(state: &Path, id: &str) -> String {
     let root = state.join("agents").join("launches").join(id);
@@ -155,13 +145,9 @@ fn voucher_of(state: &Path, id: &str) -> String {
 #[test]
 fn a_voucher_proves_one_session_and_reaches_only_its_own_bot() {
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    let path = format!(
-        "{}:{}",
-        claude_bin().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     harness
-        .set_env("PATH", path)
+        .with_agent_clis()
+        .unwrap()
         .set_env("TEST_MODEL_KEY", "sk-ant-auth-test");
     let model = ScriptedModel::start(vec![Turn::text("ok")]).unwrap();
     let started = harness

@@ -5,7 +5,6 @@
 //! config file (`[agents] idle_stop_secs`, `stall_after_secs`).
 #![cfg(test)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use paddock_testkit::DaemonHarness;
@@ -25,44 +24,11 @@ struct Bot {
 impl Bot {
     /// A daemon whose config file points at `model` and sets `agents`, with bot `helper`.
     fn start(model: &ScriptedModel, agents: &str) -> Self {
-        let bin =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-        assert!(
-            bin.join("claude").exists(),
-            "hint: run `scripts/setup --dev`"
-        );
         let mut harness = DaemonHarness::new(BIN).unwrap();
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        harness.set_env("PATH", path);
-        let home = PathBuf::from(
-            harness
-                .client_env_vars()
-                .into_iter()
-                .find(|(name, _)| name == "HOME")
-                .unwrap()
-                .1,
-        );
-        let config = home.join(".config/paddock");
-        std::fs::create_dir_all(&config).unwrap();
-        let key = config.join("anthropic.key");
-        std::fs::write(&key, KEY).unwrap();
-        std::fs::set_permissions(
-            &key,
-            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
-        )
-        .unwrap();
-        std::fs::write(
-            config.join("config.toml"),
-            format!(
-                "[agents]\n{agents}\n[upstreams.anthropic]\nurl = \"{}\"\nkey = \"file:~/.config/paddock/anthropic.key\"\n",
-                model.base_url()
-            ),
-        )
-        .unwrap();
+        harness.with_agent_clis().unwrap();
+        harness
+            .write_anthropic_config(&model.base_url(), KEY, agents)
+            .unwrap();
         harness.start_detached(&[]).unwrap();
         let work = tempfile::tempdir().unwrap();
         harness

@@ -614,38 +614,13 @@ async fn without_the_sandbox_the_same_agent_reads_the_key() {
 fn a_daemon_hosted_agent_of_an_ordinary_user_reaches_no_key_and_still_works() {
     let user = paddock_testkit::OtherUser::get().unwrap();
     let mut harness = DaemonHarness::new_as(BIN, &user).unwrap();
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(
-        bin.join("claude").exists(),
-        "hint: run `scripts/setup --dev`"
-    );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    harness.set_env("PATH", path);
-    let home = PathBuf::from(
-        harness
-            .client_env_vars()
-            .into_iter()
-            .find(|(name, _)| name == "HOME")
-            .unwrap()
-            .1,
-    );
-    let key_file = home.join(".config/paddock/anthropic.key");
-    secret_file(&key_file, OWN_KEY);
+    harness.with_agent_clis().unwrap();
+    let home = harness.home();
     // The turns are pushed once the daemon's pid is known.
     let model = ScriptedModel::start(Vec::new()).unwrap();
-    std::fs::write(
-        home.join(".config/paddock/config.toml"),
-        format!(
-            "[upstreams.anthropic]\nurl = \"{}\"\nkey = \"file:~/.config/paddock/anthropic.key\"\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
+    let key_file = harness
+        .write_anthropic_config(&model.base_url(), OWN_KEY, "")
+        .unwrap();
     let work = harness.root().join("work");
     std::fs::create_dir(&work).unwrap();
     user.chown(&home.join(".config"), true).unwrap();
@@ -737,19 +712,9 @@ const OWN_KEY: &str = "sk-ant-ordinary-user-key-5150";
 #[test]
 fn one_agent_can_be_given_more_of_the_disk_or_no_sandbox() {
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin");
-    assert!(
-        bin.join("claude").exists(),
-        "hint: run `scripts/setup --dev`"
-    );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     harness
-        .set_env("PATH", path)
+        .with_agent_clis()
+        .unwrap()
         .set_env("TEST_MODEL_KEY", "sk-ant-widening-test");
     let docs = harness.root().join("docs");
     std::fs::create_dir(&docs).unwrap();
