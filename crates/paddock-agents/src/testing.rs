@@ -19,6 +19,9 @@ pub enum ScriptTurn {
     GatedText(String),
     /// Answers with this text slowly, word by word (a stream to interrupt).
     SlowText(String),
+    /// Streams the first word of this text, then holds the rest until the host's gate is
+    /// released: the model is visibly answering and cannot finish before the test lets it.
+    HeldText(String),
     /// Asks to run a shell command (a tool that needs permission).
     Shell { command: String },
 }
@@ -380,7 +383,7 @@ pub async fn steer_mid_turn(host: &impl ConformanceHost) -> anyhow::Result<()> {
     let (session, mut events, mut seen) = start_c1(
         host,
         vec![
-            ScriptTurn::SlowText("a slow answer of several words".into()),
+            ScriptTurn::HeldText("a held answer of several words".into()),
             ScriptTurn::Text("steered answer".into()),
         ],
         "take your time",
@@ -400,6 +403,8 @@ pub async fn steer_mid_turn(host: &impl ConformanceHost) -> anyhow::Result<()> {
     )
     .await?;
     anyhow::ensure!(session.snapshot().await.queued.is_empty());
+    // Only now may the model finish its first answer: the steer is in before the turn ends.
+    host.release_gate();
     wait_for(&mut events, &mut seen, turn_completed("c1")).await?;
     anyhow::ensure!(seen.iter().any(|e| matches!(e, AgentEvent::AssistantMessageCompleted { text } if text.contains("steered answer"))), "{seen:?}");
     anyhow::ensure!(

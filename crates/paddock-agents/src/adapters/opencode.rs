@@ -242,6 +242,12 @@ pub struct OpenCodeProtocol {
     turn_open: bool,
     /// A prompt was sent and the server has not reported the session busy since.
     awaiting_busy: bool,
+    /// Prompts sent whose user message the server has not announced yet. OpenCode answers
+    /// `prompt_async` and writes the message in the background; a steer posted late in a
+    /// step can land after the running loop has gone idle, and then starts a loop of its
+    /// own. Until every prompt's message exists, neither a busy nor an idle decides the turn.
+    unseen_prompts: usize,
+    user_messages: HashSet<String>,
     /// How the running turn ends, when it did not simply complete.
     failure: Option<TurnOutcome>,
     assistant_messages: HashSet<String>,
@@ -264,6 +270,7 @@ impl OpenCodeProtocol {
     /// Sends `text` now, or keeps it until the session exists.
     fn send_prompt(&mut self, text: &str) -> Vec<String> {
         self.awaiting_busy = true;
+        self.unseen_prompts += 1;
         match &self.session {
             Some(session) => vec![self.prompt(session, text)],
             None => {
@@ -282,6 +289,12 @@ impl OpenCodeProtocol {
         }
     }
 
+    /// An idle ends the turn once the server ran a loop after every prompt's message; a
+    /// failed or aborted turn ends at its idle whatever is still in flight.
+    fn idle_ends_turn(&self) -> bool {
+        !self.awaiting_busy && (self.unseen_prompts == 0 || self.failure.is_some())
+    }
+
     fn end_turn(&mut self, out: &mut Vec<Decoded>) {
         if !self.turn_open {
             return;
@@ -296,6 +309,7 @@ impl OpenCodeProtocol {
         self.stepping = false;
         self.turn_open = false;
         self.awaiting_busy = false;
+        self.unseen_prompts = 0;
         let outcome = self.failure.take().unwrap_or(TurnOutcome::Completed);
         out.push(Decoded::TurnEnded(outcome));
     }
@@ -350,6 +364,7 @@ impl OpenCodeProtocol {
             if std::mem::take(&mut self.interrupt_pending) {
                 self.pending.clear();
                 self.awaiting_busy = false;
+                self.unseen_prompts = 0;
                 if self.turn_open {
                     self.turn_open = false;
                     out.push(Decoded::TurnEnded(TurnOutcome::Interrupted));
@@ -410,6 +425,15 @@ impl OpenCodeProtocol {
         match kind {
             "message.updated" => {
                 let info = &properties["info"];
+                if info["role"] == "user"
+                    && let Some(id) = info["id"].as_str()
+                    && self.user_messages.insert(id.to_owned())
+                    && self.unseen_prompts > 0
+                {
+                    // A loop must run after this message before the turn can end.
+                    self.unseen_prompts -= 1;
+                    self.awaiting_busy = true;
+                }
                 // A new assistant message means the turn's step has read the session's
                 // messages (updates of an earlier message, which trail an abort, do not).
                 let new = info["role"] == "assistant"
@@ -449,11 +473,13 @@ impl OpenCodeProtocol {
                 });
             }
             "session.status" => match properties["status"]["type"].as_str() {
-                Some("busy") if self.turn_open => self.awaiting_busy = false,
-                Some("idle") if !self.awaiting_busy => self.end_turn(out),
+                Some("busy") if self.turn_open && self.unseen_prompts == 0 => {
+                    self.awaiting_busy = false;
+                }
+                Some("idle") if self.idle_ends_turn() => self.end_turn(out),
                 _ => {}
             },
-            "session.idle" if !self.awaiting_busy => self.end_turn(out),
+            "session.idle" if self.idle_ends_turn() => self.end_turn(out),
             "session.error" => {
                 let error = &properties["error"];
                 if error["name"] == "MessageAbortedError" {
@@ -652,6 +678,13 @@ mod tests {
         event(json!({ "type": "session.idle", "properties": { "sessionID": SESSION } }))
     }
 
+    /// OpenCode announcing a prompt's user message (it does so again on later updates).
+    fn user_message(id: &str) -> String {
+        event(
+            json!({ "type": "message.updated", "properties": { "sessionID": SESSION, "info": { "id": id, "role": "user", "sessionID": SESSION } } }),
+        )
+    }
+
     /// A protocol whose session exists, with `c1` running.
     fn started() -> OpenCodeProtocol {
         let mut protocol = OpenCodeProtocol::default();
@@ -768,6 +801,7 @@ mod tests {
         let aborted = decode_all(
             &mut protocol,
             &[
+                user_message("msg_u1"),
                 status("busy"),
                 event(
                     json!({ "type": "session.error", "properties": { "sessionID": SESSION, "error": { "name": "MessageAbortedError", "data": { "message": "Aborted" } } } }),
@@ -782,7 +816,15 @@ mod tests {
         // OpenCode repeats the idle pair after an abort; the next turn has not started yet.
         assert!(decode_all(&mut protocol, &[status("idle"), idle()]).is_empty());
         assert_eq!(
-            decode_all(&mut protocol, &[status("busy"), status("idle"), idle()]),
+            decode_all(
+                &mut protocol,
+                &[
+                    user_message("msg_u2"),
+                    status("busy"),
+                    status("idle"),
+                    idle()
+                ]
+            ),
             vec![Decoded::TurnEnded(TurnOutcome::Completed)]
         );
     }
@@ -830,6 +872,7 @@ mod tests {
         let released = decode_all(
             &mut protocol,
             &[
+                user_message("msg_u1"),
                 status("busy"),
                 event(
                     json!({ "type": "message.updated", "properties": { "sessionID": SESSION, "info": { "id": "msg_a", "role": "assistant", "sessionID": SESSION } } }),
@@ -840,10 +883,47 @@ mod tests {
             matches!(&released[..], [Decoded::Write(line)] if line.contains("and this")),
             "{released:?}"
         );
-        // The steer's own busy comes before the turn can end.
+        // The steer's own message and busy come before the turn can end.
         assert!(decode_all(&mut protocol, &[idle()]).is_empty());
+        assert!(decode_all(&mut protocol, &[user_message("msg_u2"), idle()]).is_empty());
         assert_eq!(
             decode_all(&mut protocol, &[status("busy"), idle()]),
+            vec![Decoded::TurnEnded(TurnOutcome::Completed)]
+        );
+    }
+
+    /// A steer posted as the step ends: the running loop goes idle before OpenCode has
+    /// written the steer's message, then a loop of the steer's own answers it.
+    #[test]
+    fn a_steer_that_lands_after_the_loop_went_idle_still_belongs_to_the_turn() {
+        let mut protocol = started();
+        decode_all(
+            &mut protocol,
+            &[
+                user_message("msg_u1"),
+                status("busy"),
+                event(
+                    json!({ "type": "message.updated", "properties": { "sessionID": SESSION, "info": { "id": "msg_a", "role": "assistant", "sessionID": SESSION } } }),
+                ),
+            ],
+        );
+        let steer = protocol.steer(&Command::user("c2", "and this")).unwrap();
+        assert!(steer[0].contains("and this"));
+        // The root loop's last busy and its idle: the steer's message does not exist yet.
+        assert!(decode_all(&mut protocol, &[status("busy"), status("idle"), idle()]).is_empty());
+        // A repeat of the root prompt's message is not the steer's.
+        assert!(
+            decode_all(
+                &mut protocol,
+                &[user_message("msg_u1"), status("busy"), idle()]
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            decode_all(
+                &mut protocol,
+                &[user_message("msg_u2"), status("busy"), status("idle")]
+            ),
             vec![Decoded::TurnEnded(TurnOutcome::Completed)]
         );
     }

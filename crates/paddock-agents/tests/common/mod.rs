@@ -121,6 +121,7 @@ impl ScriptedHost {
             ScriptTurn::Text(text) => Turn::streamed(&text),
             ScriptTurn::GatedText(text) => Turn::streamed(&text).gated(),
             ScriptTurn::SlowText(text) => Turn::streamed(&text).slow(SLOW_CHUNK),
+            ScriptTurn::HeldText(text) => Turn::streamed(&text).held_after(1),
             ScriptTurn::Shell { command } => Turn::tool(
                 &format!("call_conformance_{index}"),
                 self.shell_tool,

@@ -5,6 +5,7 @@ use super::*;
 pub(super) fn answer(
     stream: &mut Wire,
     turn: &Turn,
+    pace: &Pace<'_>,
     streaming: bool,
     index: usize,
 ) -> anyhow::Result<()> {
@@ -88,9 +89,7 @@ pub(super) fn answer(
                         stream.cut();
                         return Ok(());
                     }
-                    if !turn.chunk_delay.is_zero() {
-                        std::thread::sleep(turn.chunk_delay);
-                    }
+                    pace.before_chunk(sent)?;
                     event(
                         stream,
                         "content_block_delta",

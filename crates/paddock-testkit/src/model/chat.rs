@@ -9,7 +9,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::{Part, Reply, Turn, Wire, respond_json};
+use super::{Pace, Part, Reply, Turn, Wire, respond_json};
 
 const MODEL: &str = "scripted-model";
 
@@ -118,6 +118,7 @@ fn chunks(parts: &[Part], id: &str) -> Vec<(Value, bool)> {
 pub(super) fn answer(
     stream: &mut Wire,
     turn: &Turn,
+    pace: &Pace<'_>,
     streaming: bool,
     index: usize,
 ) -> anyhow::Result<()> {
@@ -147,9 +148,7 @@ pub(super) fn answer(
                 stream.cut();
                 return Ok(());
             }
-            if !turn.chunk_delay.is_zero() {
-                std::thread::sleep(turn.chunk_delay);
-            }
+            pace.before_chunk(sent)?;
             sent += 1;
         }
         write!(stream, "data: {data}\n\n")?;

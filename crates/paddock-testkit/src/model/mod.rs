@@ -64,6 +64,9 @@ pub struct Turn {
     pub chunk_delay: Duration,
     /// Wait for [`ScriptedModel::release`] before streaming the first chunk.
     pub gated: bool,
+    /// After this many streamed chunks, wait for [`ScriptedModel::release`] before the rest:
+    /// the model is visibly answering and cannot finish until the test lets it.
+    pub hold_after: Option<usize>,
 }
 
 impl Turn {
@@ -91,6 +94,7 @@ impl Turn {
             reply: Reply::Parts(parts),
             chunk_delay: Duration::ZERO,
             gated: false,
+            hold_after: None,
         }
     }
 
@@ -125,6 +129,12 @@ impl Turn {
     /// The reply starts streaming only after [`ScriptedModel::release`].
     pub fn gated(mut self) -> Self {
         self.gated = true;
+        self
+    }
+
+    /// The reply streams `chunks` chunks, then waits for [`ScriptedModel::release`].
+    pub fn held_after(mut self, chunks: usize) -> Self {
+        self.hold_after = Some(chunks);
         self
     }
 }
@@ -546,13 +556,7 @@ fn answer_request(
         }
     };
     if turn.gated {
-        let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        while state.released == 0 {
-            state = condvar
-                .wait(state)
-                .map_err(|_| anyhow::anyhow!("poisoned"))?;
-        }
-        state.released -= 1;
+        wait_released(state)?;
     }
     if turn_index.is_some() {
         if let Ok(mut state) = lock.lock() {
@@ -563,10 +567,48 @@ fn answer_request(
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let index = turn_index.unwrap_or(9999);
     let stream = reader.get_mut();
+    let pace = Pace {
+        delay: turn.chunk_delay,
+        hold_after: turn.hold_after,
+        gate: state,
+    };
     match api {
-        Api::Anthropic => anthropic::answer(stream, &turn, streaming, index),
-        Api::Responses => responses::answer(stream, &turn, streaming, index),
-        Api::Chat => chat::answer(stream, &turn, streaming, index),
+        Api::Anthropic => anthropic::answer(stream, &turn, &pace, streaming, index),
+        Api::Responses => responses::answer(stream, &turn, &pace, streaming, index),
+        Api::Chat => chat::answer(stream, &turn, &pace, streaming, index),
+    }
+}
+
+/// Takes one [`ScriptedModel::release`], waiting for it.
+fn wait_released(gate: &(Mutex<State>, Condvar)) -> anyhow::Result<()> {
+    let (lock, condvar) = gate;
+    let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    while state.released == 0 {
+        state = condvar
+            .wait(state)
+            .map_err(|_| anyhow::anyhow!("poisoned"))?;
+    }
+    state.released -= 1;
+    Ok(())
+}
+
+/// How a stream is paced: the turn's delay before each scripted chunk, and its hold.
+pub(super) struct Pace<'a> {
+    delay: Duration,
+    hold_after: Option<usize>,
+    gate: &'a (Mutex<State>, Condvar),
+}
+
+impl Pace<'_> {
+    /// Called before the scripted chunk that follows `sent` chunks already written.
+    pub(super) fn before_chunk(&self, sent: usize) -> anyhow::Result<()> {
+        if self.hold_after == Some(sent) {
+            wait_released(self.gate)?;
+        }
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        Ok(())
     }
 }
 

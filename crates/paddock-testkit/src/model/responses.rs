@@ -13,7 +13,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::{Part, Reply, Turn, Wire, respond_json};
+use super::{Pace, Part, Reply, Turn, Wire, respond_json};
 
 const MODEL: &str = "scripted-model";
 const INPUT_TOKENS: u64 = 12;
@@ -22,6 +22,7 @@ const OUTPUT_TOKENS: u64 = 7;
 pub(super) fn answer(
     stream: &mut Wire,
     turn: &Turn,
+    pace: &Pace<'_>,
     streaming: bool,
     index: usize,
 ) -> anyhow::Result<()> {
@@ -87,9 +88,7 @@ pub(super) fn answer(
                         events.stream.cut();
                         return Ok(());
                     }
-                    if !turn.chunk_delay.is_zero() {
-                        std::thread::sleep(turn.chunk_delay);
-                    }
+                    pace.before_chunk(sent)?;
                     events.send(
                         "response.output_text.delta",
                         merged(&place, json!({ "delta": chunk, "logprobs": [] })),
