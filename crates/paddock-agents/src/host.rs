@@ -30,7 +30,7 @@ pub struct HostConfig {
     pub paddock_command: Option<PathBuf>,
     /// The credential broker; CLIs that call a model API cannot launch without one.
     pub credentials: Option<std::sync::Arc<dyn crate::credentials::LaunchCredentials>>,
-    /// Confine every launch with Landlock (through `paddock_command`'s `sandbox-exec`); `None`
+    /// Confine every launch with Landlock (entered between fork and exec); `None`
     /// launches unconfined. See [`crate::sandbox`] for what a confined agent may reach.
     pub sandbox: Option<crate::sandbox::SandboxConfig>,
 }

@@ -1,6 +1,7 @@
-//! Confining agent launches: when the host has a [`SandboxConfig`] and a `paddock` command, the
-//! CLI is started as `paddock sandbox-exec <policy> -- <program> <args>`, which applies a
-//! Landlock ruleset to itself and execs the CLI (`paddock_process::sandbox`).
+//! Confining agent launches: when the host has a [`SandboxConfig`], the launch's Landlock
+//! ruleset is built in the host (every policy path resolved there) and the CLI's process enters
+//! it between fork and exec (`paddock_process::sandbox::prepare`, `ChildSpec::sandbox`), so the
+//! CLI runs confined from its first instruction and no wrapper program is exec'd first.
 //!
 //! The policy lets the agent work — read-write in its working directory, its launch directory
 //! (home, tmp, voucher file) and `/dev`; read and execute in the system's program directories
@@ -13,7 +14,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use paddock_process::sandbox::{SandboxPolicy, SandboxSupport};
+use paddock_process::sandbox::{PreparedSandbox, SandboxError, SandboxPolicy, SandboxSupport};
 
 use crate::contract::OpenError;
 use crate::host::{HostConfig, LaunchDir};
@@ -55,7 +56,7 @@ pub enum LaunchSandbox {
     Off,
     /// A sandbox was configured, but this launch runs without it, for `reason`.
     Unconfined { reason: String },
-    /// Confined by Landlock through `paddock sandbox-exec`.
+    /// Confined by Landlock, entered before the CLI's exec.
     Landlock { abi: u32 },
 }
 
@@ -75,12 +76,14 @@ impl fmt::Display for LaunchSandbox {
     }
 }
 
-/// The program and arguments to spawn for one launch, and whether it is confined.
+/// The program and arguments to spawn for one launch, and whether (and how) it is confined.
 #[derive(Debug)]
 pub(crate) struct Wrapped {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub sandbox: LaunchSandbox,
+    /// The ruleset the child enters before it execs, for a confined launch.
+    pub confine: Option<PreparedSandbox>,
 }
 
 /// Plans a launch of `program args` in `working_directory` under the host's sandbox, if it has
@@ -98,18 +101,13 @@ pub(crate) fn wrap(
         program: program.clone(),
         args: args.clone(),
         sandbox,
+        confine: None,
     };
     let Some(config) = &host.sandbox else {
         return Ok(unwrapped(LaunchSandbox::Off));
     };
-    let Some(paddock) = &host.paddock_command else {
-        return Ok(unwrapped(LaunchSandbox::Unconfined {
-            reason: "the host has no `paddock` command to confine it with".into(),
-        }));
-    };
-    let support = paddock_process::sandbox::status();
-    let Some(abi) = support.abi() else {
-        return if config.allow_unconfined {
+    let unavailable = |support: SandboxSupport| {
+        if config.allow_unconfined {
             Ok(unwrapped(LaunchSandbox::Unconfined {
                 reason: support.to_string(),
             }))
@@ -117,31 +115,31 @@ pub(crate) fn wrap(
             Err(OpenError::Sandbox(format!(
                 "{support}, and the host does not allow unconfined launches; enable Landlock (Linux 5.13 or later with `landlock` in the `lsm=` boot parameter) or switch the agent sandbox off"
             )))
-        };
-    };
-    let policy = launch_policy(host, config, dir, working_directory, &program, env);
-    let mut wrapped_args: Vec<OsString> = vec!["sandbox-exec".into()];
-    for (flag, paths) in [
-        ("--write", &policy.write),
-        ("--exec", &policy.exec),
-        ("--read", &policy.read),
-        ("--connect", &policy.connect),
-    ] {
-        for path in paths {
-            wrapped_args.push(flag.into());
-            wrapped_args.push(path.clone().into_os_string());
         }
+    };
+    let support = paddock_process::sandbox::status();
+    if !support.is_available() {
+        return unavailable(support);
     }
-    if config.allow_unconfined {
-        wrapped_args.push("--allow-unconfined".into());
-    }
-    wrapped_args.push("--".into());
-    wrapped_args.push(program.into_os_string());
-    wrapped_args.extend(args);
+    let policy = launch_policy(host, config, dir, working_directory, &program, env);
+    let prepared = match paddock_process::sandbox::prepare(&policy) {
+        Ok(prepared) => prepared,
+        Err(SandboxError::Unavailable { support }) => return unavailable(support),
+        Err(error) => {
+            let cause = match &error {
+                SandboxError::Ruleset(source) => format!(": {source}"),
+                _ => String::new(),
+            };
+            return Err(OpenError::Sandbox(format!(
+                "could not build the launch's sandbox: {error}{cause}"
+            )));
+        }
+    };
     Ok(Wrapped {
-        program: paddock.clone(),
-        args: wrapped_args,
-        sandbox: LaunchSandbox::Landlock { abi },
+        program,
+        args,
+        sandbox: LaunchSandbox::Landlock { abi: prepared.abi },
+        confine: Some(prepared),
     })
 }
 
@@ -428,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn without_a_sandbox_or_a_paddock_command_the_program_runs_as_is() {
+    fn a_sandboxed_launch_runs_the_program_itself_with_a_prepared_ruleset() {
         let root = tempfile::tempdir().unwrap();
         let mut host = host(root.path());
         let dir = LaunchDir::create(&host, "plain").unwrap();
@@ -445,31 +443,18 @@ mod tests {
         };
         let off = run(&host);
         assert_eq!(off.sandbox, LaunchSandbox::Off);
-        assert_eq!(off.program, Path::new("/bin/sh"));
+        assert!(off.confine.is_none());
+        // No `paddock` command is needed: nothing is exec'd in front of the program.
         host.sandbox = Some(SandboxConfig::default());
-        let unconfined = run(&host);
-        assert!(
-            matches!(&unconfined.sandbox, LaunchSandbox::Unconfined { reason } if reason.contains("paddock")),
-            "{unconfined:?}"
-        );
-        host.paddock_command = Some(PathBuf::from("/usr/local/bin/paddock"));
         let confined = run(&host);
-        assert_eq!(confined.program, Path::new("/usr/local/bin/paddock"));
-        let args: Vec<String> = confined
-            .args
-            .iter()
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(args[0], "sandbox-exec");
-        let separator = args.iter().position(|arg| arg == "--").unwrap();
-        assert_eq!(args[separator + 1..], ["/bin/sh", "-c", "true"]);
-        assert!(
-            args.windows(2)
-                .any(|pair| pair[0] == "--write" && pair[1] == dir.root.to_string_lossy()),
-            "{args:?}"
-        );
+        assert_eq!(confined.program, Path::new("/bin/sh"));
+        assert_eq!(confined.args, ["-c", "true"]);
+        let prepared = confined.confine.as_ref().expect("a ruleset for the child");
         match support().abi() {
-            Some(abi) => assert_eq!(confined.sandbox, LaunchSandbox::Landlock { abi }),
+            Some(abi) => {
+                assert_eq!(confined.sandbox, LaunchSandbox::Landlock { abi });
+                assert_eq!(prepared.abi, abi);
+            }
             None => unreachable!("the machines Paddock is tested on have Landlock"),
         }
         dir.remove();

@@ -306,6 +306,7 @@ pub(crate) async fn open(
     let spec = ChildSpec {
         program: wrapped.program,
         args: wrapped.args,
+        sandbox: wrapped.confine,
         env,
         current_dir: Some(request.launch.working_directory.clone()),
         stdin: true,

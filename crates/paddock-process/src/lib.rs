@@ -85,6 +85,9 @@ pub struct ChildSpec {
     pub stdout: bool,
     /// Descriptors the child inherits besides stdio; it inherits no others.
     pub inherit_fds: Vec<InheritedFd>,
+    /// Confine the child with this Landlock ruleset, entered between fork and exec (so the
+    /// program itself already runs confined, and nothing else is exec'd first).
+    pub sandbox: Option<sandbox::PreparedSandbox>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -174,14 +177,17 @@ impl ManagedChild {
         }
         let mappings = fd_mappings(&program, spec.inherit_fds)?;
         if !mappings.is_empty() {
-            // command-fds installs the one `pre_exec` hook that moves each descriptor to its
-            // number in the forked child (this workspace forbids writing unsafe code itself).
+            // command-fds installs the `pre_exec` hook that moves each descriptor to its number
+            // in the forked child (the only other hook is the sandbox's, below).
             command
                 .fd_mappings(mappings)
                 .map_err(|_| SpawnError::InheritFd {
                     program: program.clone(),
                     problem: "two descriptors are mapped to the same number".to_owned(),
                 })?;
+        }
+        if let Some(prepared) = spec.sandbox {
+            sandbox::confine_at_exec(&mut command, prepared);
         }
         let spawned = command.spawn();
         // The command owns the inherited descriptors: dropping it closes Paddock's copies now,
@@ -381,6 +387,47 @@ mod tests {
         let status = child.exited().await.unwrap();
         assert_eq!(status.code(), Some(3));
         assert!(child.stderr_tail().contains("one\ntwo\n"));
+    }
+
+    /// The child enters a ruleset prepared in the parent before it execs: the program reads
+    /// and writes only what the policy names, carries `no_new_privs`, and the parent stays free.
+    #[tokio::test]
+    async fn a_child_enters_its_prepared_sandbox_before_exec() {
+        let scratch = tempfile::tempdir().unwrap();
+        let allowed = scratch.path().join("allowed");
+        std::fs::create_dir(&allowed).unwrap();
+        let secret = scratch.path().join("secret.txt");
+        std::fs::write(&secret, "sk-outside-the-policy").unwrap();
+        let policy = sandbox::SandboxPolicy {
+            exec: ["/usr", "/lib", "/lib64", "/bin"]
+                .map(PathBuf::from)
+                .to_vec(),
+            write: vec![allowed.clone(), "/dev".into()],
+            read: vec!["/proc".into()],
+            ..sandbox::SandboxPolicy::default()
+        };
+        let mut spec = sh(&format!(
+            "cat {secret} >&2 || echo denied >&2; echo kept > {out}; grep NoNewPrivs /proc/self/status >&2",
+            secret = secret.display(),
+            out = allowed.join("out.txt").display(),
+        ));
+        spec.sandbox = Some(sandbox::prepare(&policy).unwrap());
+        let child = ManagedChild::spawn(spec, None).unwrap();
+        let status = child.exited().await.unwrap();
+        let stderr = child.stderr_tail();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("denied"), "{stderr}");
+        assert!(!stderr.contains("sk-outside-the-policy"), "{stderr}");
+        assert!(stderr.contains("NoNewPrivs:\t1"), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(allowed.join("out.txt")).unwrap(),
+            "kept\n"
+        );
+        // The parent itself is not confined.
+        assert_eq!(
+            std::fs::read_to_string(&secret).unwrap(),
+            "sk-outside-the-policy"
+        );
     }
 
     #[tokio::test]

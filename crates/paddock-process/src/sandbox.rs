@@ -1,6 +1,8 @@
-//! Landlock confinement of the calling process, for a wrapper that confines itself and then
-//! execs the program to confine (`paddock sandbox-exec`): the program inherits the ruleset and
-//! can never shed it.
+//! Landlock confinement of a program: either the calling process confines itself and then execs
+//! the program ([`confine_self`], `paddock sandbox-exec`), or the parent builds the ruleset
+//! ([`prepare`]) and the child enters it between fork and exec ([`crate::ChildSpec::sandbox`]),
+//! which costs no second exec. Either way the program inherits the ruleset and can never shed
+//! it.
 //!
 //! A [`SandboxPolicy`] names the hierarchies the program may use — read-only, read and
 //! execute, read-write — and everything else on the file system is denied. The ruleset handles
@@ -16,6 +18,7 @@
 //! lookups are never restricted: names of files stay visible, their contents do not.
 
 use std::fmt;
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -179,6 +182,85 @@ impl SandboxPolicy {
 /// handles every file-system right of the running ABI. Call it from a single-threaded process
 /// right before `exec`: Landlock confines the calling thread only.
 pub fn confine_self(policy: &SandboxPolicy) -> Result<Confinement, SandboxError> {
+    let (ruleset, abi_number, skipped) = build(policy)?;
+    let status = ruleset.restrict_self().map_err(SandboxError::Ruleset)?;
+    match status.ruleset {
+        RulesetStatus::NotEnforced => Err(SandboxError::Unavailable {
+            support: support_of(status.landlock),
+        }),
+        enforced => Ok(Confinement {
+            abi: abi_number,
+            fully_enforced: enforced == RulesetStatus::FullyEnforced,
+            skipped,
+        }),
+    }
+}
+
+/// A Landlock ruleset built by the parent for one child, which enters it right before it execs
+/// (hand it to [`crate::ChildSpec::sandbox`]). Every path of the policy was resolved here; the
+/// child only makes two system calls.
+#[derive(Debug)]
+pub struct PreparedSandbox {
+    /// The ruleset's descriptor (close-on-exec, as the kernel makes it).
+    ruleset: OwnedFd,
+    /// The Landlock ABI the ruleset was built for (the running kernel's).
+    pub abi: u32,
+    /// Policy paths that do not exist and so got no rule.
+    pub skipped: Vec<PathBuf>,
+}
+
+/// Builds the ruleset for `policy` without confining anyone. Reads the file system (it opens
+/// every policy path): call it off async threads.
+pub fn prepare(policy: &SandboxPolicy) -> Result<PreparedSandbox, SandboxError> {
+    let (ruleset, abi, skipped) = build(policy)?;
+    match Option::<OwnedFd>::from(ruleset) {
+        Some(ruleset) => Ok(PreparedSandbox {
+            ruleset,
+            abi,
+            skipped,
+        }),
+        None => Err(SandboxError::Unavailable { support: status() }),
+    }
+}
+
+/// Makes the child of `command` enter `sandbox` between fork and exec: `no_new_privs`, then
+/// `landlock_restrict_self(2)`. A failure of either fails the spawn with the system's error.
+#[expect(
+    unsafe_code,
+    reason = "`pre_exec` is the only way to run code in the forked child before it execs; the \
+              hook makes two system calls and touches no lock and no allocator"
+)]
+pub(crate) fn confine_at_exec(command: &mut tokio::process::Command, sandbox: PreparedSandbox) {
+    let ruleset = sandbox.ruleset;
+    let hook = move || -> std::io::Result<()> {
+        rustix::thread::set_no_new_privs(true)?;
+        // SAFETY: a system call with an open descriptor (the closure owns it until the
+        // command is dropped, after the spawn) and a flags word; no memory is passed.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                ruleset.as_raw_fd(),
+                0 as libc::c_uint,
+            )
+        };
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    // SAFETY: the hook runs in the child after fork, where only async-signal-safe work is
+    // allowed: it makes the two system calls above and builds its result from an errno, with
+    // no allocation, no lock and no access to state another thread could have left half-done.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
+/// The ruleset for `policy`, its ABI number and the policy paths that do not exist.
+fn build(
+    policy: &SandboxPolicy,
+) -> Result<(landlock::RulesetCreated, u32, Vec<PathBuf>), SandboxError> {
     let support = status();
     let Some(abi_number) = support.abi() else {
         return Err(SandboxError::Unavailable { support });
@@ -217,17 +299,7 @@ pub fn confine_self(policy: &SandboxPolicy) -> Result<Confinement, SandboxError>
                 .map_err(SandboxError::Ruleset)?;
         }
     }
-    let status = ruleset.restrict_self().map_err(SandboxError::Ruleset)?;
-    match status.ruleset {
-        RulesetStatus::NotEnforced => Err(SandboxError::Unavailable {
-            support: support_of(status.landlock),
-        }),
-        enforced => Ok(Confinement {
-            abi: abi_number,
-            fully_enforced: enforced == RulesetStatus::FullyEnforced,
-            skipped,
-        }),
-    }
+    Ok((ruleset, abi_number, skipped))
 }
 
 /// An `O_PATH` descriptor for `path` and whether it is a directory; `None` when it does not

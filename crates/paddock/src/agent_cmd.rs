@@ -790,7 +790,7 @@ async fn probe(json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    // Whether agent launches can be confined here (`paddock sandbox-exec`, Landlock).
+    // Whether agent launches can be confined here (Landlock).
     let support = paddock_agents::sandbox::support();
     if json {
         writeln!(

@@ -416,6 +416,9 @@ async fn broker_for(model: &ScriptedModel, api: ModelApi) -> Arc<dyn LaunchCrede
 /// What one attack run saw.
 struct Attack {
     sandbox: LaunchSandbox,
+    /// The launched process's `/proc/<pid>/status` and its command line, read mid-session.
+    status: String,
+    cmdline: String,
     events: Vec<AgentEvent>,
     /// Every request body the model server received, as JSON text.
     bodies: Vec<String>,
@@ -512,6 +515,10 @@ async fn attack(runtime: Runtime, sandbox: Option<SandboxConfig>) -> Attack {
     .await;
     assert_eq!(finished, Ok(true), "the turn did not complete: {seen:?}");
     let sandbox_state = session.sandbox().clone();
+    let pid = session.snapshot().await.pid.expect("the CLI runs");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
     session
         .stop(StopRequest {
             reason: "test".into(),
@@ -525,6 +532,8 @@ async fn attack(runtime: Runtime, sandbox: Option<SandboxConfig>) -> Attack {
         .collect();
     Attack {
         sandbox: sandbox_state,
+        status,
+        cmdline,
         events: seen,
         bodies,
         work,
@@ -540,6 +549,21 @@ async fn assert_confined(runtime: Runtime) {
         matches!(attack.sandbox, LaunchSandbox::Landlock { .. }),
         "{:?}",
         attack.sandbox
+    );
+    // The CLI's own process entered the ruleset before its exec: no wrapper ran in between,
+    // and setuid programs cannot lift it.
+    assert!(
+        !attack.cmdline.contains("sandbox-exec"),
+        "{}",
+        attack.cmdline
+    );
+    assert!(
+        attack
+            .status
+            .lines()
+            .any(|line| line.split_whitespace().eq(["NoNewPrivs:", "1"])),
+        "{}",
+        attack.status
     );
     for call in ["call_key", "call_token", "call_state"] {
         let (_, output) = attack.tool_output(call);
@@ -595,6 +619,14 @@ async fn a_sandboxed_pi_cannot_read_keys_but_writes_its_work() {
 async fn without_the_sandbox_the_same_agent_reads_the_key() {
     let attack = attack(CLAUDE, None).await;
     assert_eq!(attack.sandbox, LaunchSandbox::Off);
+    assert!(
+        attack
+            .status
+            .lines()
+            .any(|line| line.split_whitespace().eq(["NoNewPrivs:", "0"])),
+        "{}",
+        attack.status
+    );
     let (_, output) = attack.tool_output("call_key");
     assert!(output.contains(KEY_FILE_SECRET), "{output}");
     assert!(
