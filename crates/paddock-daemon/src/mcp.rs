@@ -57,6 +57,11 @@ impl McpHost {
         owner_ctx(&self.owner, &self.policy, &self.backend, session)
     }
 
+    /// Ends the HTTP `subscriptions/listen` streams (called at shutdown, before the drain).
+    pub fn close_subscriptions(&self) {
+        self.registry.close_subscriptions();
+    }
+
     /// Writes out pending audit lines (called at shutdown).
     pub fn flush_audit(&self) {
         self.registry.flush_audit();
@@ -160,7 +165,7 @@ impl McpHost {
             .get("mcp-protocol-version")
             .map(|value| value.to_str())
         {
-            None | Some(Ok("2025-06-18" | "2025-11-25" | "2025-03-26")) => {}
+            None | Some(Ok("2025-06-18" | "2025-11-25")) => {}
             _ => return None,
         }
         let accepts = headers

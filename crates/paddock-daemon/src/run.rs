@@ -349,6 +349,7 @@ pub async fn run(
     }
     // After the agents stop: whatever still holds a voucher loses it now.
     credentials.shutdown();
+    mcp.close_subscriptions();
     let _ = serve_stop_tx.send(true);
     match tokio::time::timeout(config.drain_timeout, ingress_task).await {
         Ok(Ok(Ok(()))) => {}

@@ -62,9 +62,17 @@ impl RawRequest {
         self.send_with_timeout(port, Duration::from_secs(60))
     }
 
-    pub fn send_with_timeout(&self, port: u16, timeout: Duration) -> anyhow::Result<RawResponse> {
+    /// Sends the request and returns the connection unread, for a streamed answer (SSE) that
+    /// the caller reads as it arrives.
+    pub fn open(&self, port: u16, timeout: Duration) -> anyhow::Result<TcpStream> {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).context("connect")?;
         stream.set_read_timeout(Some(timeout))?;
+        stream.write_all(self.head(port).as_bytes())?;
+        stream.write_all(&self.body)?;
+        Ok(stream)
+    }
+
+    fn head(&self, port: u16) -> String {
         let mut head = format!("{} {} HTTP/1.1\r\n", self.method, self.path);
         match self.host.as_deref() {
             None => head.push_str(&format!("Host: 127.0.0.1:{port}\r\n")),
@@ -78,7 +86,13 @@ impl RawRequest {
             head.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
         }
         head.push_str("Connection: close\r\n\r\n");
-        stream.write_all(head.as_bytes())?;
+        head
+    }
+
+    pub fn send_with_timeout(&self, port: u16, timeout: Duration) -> anyhow::Result<RawResponse> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).context("connect")?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.write_all(self.head(port).as_bytes())?;
         // A server may answer (413, 401) and close before the whole body is written; the
         // answer is still readable, so a failed body write is not an error here.
         let _ = stream.write_all(&self.body);

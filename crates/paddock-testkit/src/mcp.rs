@@ -104,6 +104,8 @@ pub struct McpStdio {
     lines: mpsc::Receiver<String>,
     /// Notifications seen while waiting for answers.
     pub notifications: Vec<Value>,
+    /// The answer to the `initialize` request `start` sent.
+    pub initialize: Value,
     next_id: u64,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -148,6 +150,7 @@ impl McpStdio {
             stdin: Some(stdin),
             lines: rx,
             notifications: Vec::new(),
+            initialize: Value::Null,
             next_id: 1,
             stderr: captured,
         };
@@ -162,6 +165,7 @@ impl McpStdio {
         if init.get("result").is_none() {
             bail!("initialize failed: {init}");
         }
+        client.initialize = init;
         client.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))?;
         Ok(client)
     }

@@ -7,15 +7,17 @@ use std::time::Instant;
 
 use futures_util::FutureExt as _;
 use paddock_store::{ChoiceScope, Choices, Store};
+use std::borrow::Cow;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::audit::{AuditAuth, AuditSink, Outcome, ToolCallEvent};
 use crate::auth::AuthContext;
@@ -73,9 +75,45 @@ impl std::fmt::Debug for ToolCtx {
     }
 }
 
+/// Short guidance for models, sent with `initialize` and `server/discover`.
+pub const INSTRUCTIONS: &str = "Paddock drives real devices. Acquire one first (`getWeb` for a \
+headless browser with mobile emulation); it is bound to your session until `releaseDevice`. \
+Over HTTP, send the returned `sessionUuid` with every device tool, as the \
+`x-paddock-session-id` header or the `__mcpSessionId` argument; over stdio the connection is \
+the session. `observe` returns the screen's elements with refs such as `e12`: act on a ref \
+(`tapOn {ref}`), or on `text`/`id` when you have no fresh observation. Refs go stale when the \
+page changes, so observe again after every action that changes the screen, and before acting \
+on what you expect to see.";
+
+/// The protocol versions served on a long-lived stdio connection: every revision whose stdio
+/// transport this server implements in full (2025-03-26 requires JSON-RPC batches, which
+/// Paddock does not accept).
+const STDIO_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2026_07_28,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2024_11_05,
+];
+
+/// The protocol versions served over HTTP: Streamable HTTP without batches (2025-06-18 on;
+/// 2024-11-05 had the older HTTP+SSE transport, and 2025-03-26 requires batches).
+const HTTP_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2026_07_28,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+];
+
+/// Where `notifications/tools/list_changed` reaches a client.
+enum Notifier {
+    /// A long-lived connection (the control socket's MCP).
+    Peer(Peer<RoleServer>),
+    /// An HTTP `subscriptions/listen` stream (protocol 2026-07-28).
+    Subscription(SubscriptionSink),
+}
+
 struct LiveConnection {
     ctx: ToolCtx,
-    peer: Peer<RoleServer>,
+    notifier: Notifier,
     advertised: BTreeSet<String>,
 }
 
@@ -89,6 +127,8 @@ pub struct Registry {
     pub(crate) info: InfoSource,
     connections: Mutex<HashMap<u64, LiveConnection>>,
     next_connection: AtomicU64,
+    /// Set at shutdown: every `subscriptions/listen` stream ends with its final result.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -110,7 +150,14 @@ impl Registry {
             info: config.info,
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
+            closing: tokio::sync::watch::Sender::new(false),
         })
+    }
+
+    /// Ends every `subscriptions/listen` stream gracefully (each gets its final result), so
+    /// that the HTTP drain at shutdown does not wait for them.
+    pub fn close_subscriptions(&self) {
+        self.closing.send_replace(true);
     }
 
     pub fn catalog(&self) -> &[CatalogTool] {
@@ -147,12 +194,16 @@ impl Registry {
 
     /// Starts sending list-changed notifications to connection `id`; detach on close.
     pub fn attach(&self, id: u64, ctx: ToolCtx, peer: Peer<RoleServer>) {
+        self.watch(id, ctx, Notifier::Peer(peer));
+    }
+
+    fn watch(&self, id: u64, ctx: ToolCtx, notifier: Notifier) {
         let advertised = self.listed_names(&ctx, ctx.session.as_ref());
         self.lock_connections().insert(
             id,
             LiveConnection {
                 ctx,
-                peer,
+                notifier,
                 advertised,
             },
         );
@@ -258,12 +309,24 @@ impl Registry {
             let now = self.listed_names(&connection.ctx, connection.ctx.session.as_ref());
             if now != connection.advertised {
                 connection.advertised = now;
-                let peer = connection.peer.clone();
-                tokio::spawn(async move {
-                    if let Err(error) = peer.notify_tool_list_changed().await {
-                        warn!(%error, "could not send tools/list_changed");
+                match &connection.notifier {
+                    Notifier::Peer(peer) => {
+                        let peer = peer.clone();
+                        tokio::spawn(async move {
+                            if let Err(error) = peer.notify_tool_list_changed().await {
+                                warn!(%error, "could not send tools/list_changed");
+                            }
+                        });
                     }
-                });
+                    Notifier::Subscription(sink) => {
+                        let sink = sink.clone();
+                        tokio::spawn(async move {
+                            if let Err(error) = sink.notify_tool_list_changed().await {
+                                debug!(%error, "could not send tools/list_changed to a listener");
+                            }
+                        });
+                    }
+                }
             }
         }
     }
@@ -537,6 +600,31 @@ fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
 }
 
+impl McpServer {
+    /// Serves one `subscriptions/listen` stream until the client cancels it (closing the HTTP
+    /// response) or the daemon shuts down: the stream gets `notifications/tools/list_changed`
+    /// whenever the tools listed for its connection profile and session change.
+    async fn serve_listener(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut ctx = (*self.ctx).clone();
+        ctx.session = self
+            .request_session(session_header(subscription.request_context()), None)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let id = self
+            .registry
+            .next_connection
+            .fetch_add(1, Ordering::Relaxed);
+        self.registry
+            .watch(id, ctx, Notifier::Subscription(subscription.sink().clone()));
+        let mut closing = self.registry.closing.subscribe();
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            _ = closing.wait_for(|closing| *closing) => {}
+        }
+        self.registry.detach(id);
+        Ok(())
+    }
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -546,6 +634,45 @@ impl ServerHandler for McpServer {
                 .build(),
         )
         .with_server_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(if self.connection.is_some() {
+            STDIO_VERSIONS
+        } else {
+            HTTP_VERSIONS
+        })
+    }
+
+    /// Over stateless HTTP before 2026-07-28 nothing can carry a notification (no session, no
+    /// standalone GET stream), so `tools.listChanged` is not promised there; on a connection
+    /// it is, and from 2026-07-28 `subscriptions/listen` carries it.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if self.connection.is_none()
+            && result.protocol_version.as_str() < ProtocolVersion::NO_INITIALIZE.as_str()
+            && let Some(tools) = result.capabilities.tools.as_mut()
+        {
+            tools.list_changed = None;
+        }
+        Ok(result)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.serve_listener(context).await
     }
 
     async fn list_tools(

@@ -753,7 +753,21 @@ fn a_new_session_id_is_minted_without_one() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(session.len(), 36, "{session}");
+    // An RFC 9562 version 4 UUID: 8-4-4-4-12 lowercase hex, version nibble 4, variant 10xx.
+    let groups: Vec<&str> = session.split('-').collect();
+    assert_eq!(
+        groups.iter().map(|group| group.len()).collect::<Vec<_>>(),
+        [8, 4, 4, 4, 12],
+        "{session}"
+    );
+    assert!(
+        session
+            .chars()
+            .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c)),
+        "{session}"
+    );
+    assert!(groups[2].starts_with('4'), "{session}");
+    assert!(groups[3].starts_with(['8', '9', 'a', 'b']), "{session}");
     let page = observe(&http.with_session(&session));
     assert_eq!(page["url"], "about:blank");
     let via_argument = http

@@ -89,7 +89,13 @@ fn stateless_http_lists_and_calls_without_session_headers() {
     assert_eq!(init.header("mcp-session-id"), None);
     let init = init.json().unwrap();
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
-    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+    // No list-changed notification can reach a stateless HTTP client of this version.
+    assert!(
+        init["result"]["capabilities"]["tools"]
+            .get("listChanged")
+            .is_none(),
+        "{init}"
+    );
 
     for method in ["GET", "DELETE"] {
         let response = RawRequest::new(method, "/mcp")
@@ -766,5 +772,159 @@ fn sessionless_2026_07_28_requests_are_served() {
     assert_eq!(
         answer["result"]["resultType"], "complete",
         "2026-07-28 results carry resultType"
+    );
+}
+
+/// An `initialize` over HTTP with `version`, answered by the daemon.
+fn http_initialize(http: &McpHttp, version: &str) -> Value {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": { "name": "paddock-tests", "version": "1" }
+        }
+    });
+    let response = RawRequest::new("POST", "/mcp")
+        .bearer(&http.token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(body.to_string())
+        .send(http.port)
+        .unwrap();
+    assert_eq!(response.status, 200, "{response:?}");
+    response.json().unwrap()
+}
+
+#[test]
+fn initialize_promises_only_what_each_transport_delivers() {
+    let (harness, http) = started(&[]);
+    // Stateless HTTP before 2026-07-28 has no channel for notifications: none are promised.
+    for version in ["2025-06-18", "2025-11-25"] {
+        let answer = http_initialize(&http, version);
+        let result = &answer["result"];
+        assert_eq!(result["protocolVersion"], version, "{answer}");
+        assert!(result["capabilities"]["tools"].is_object(), "{answer}");
+        assert!(
+            result["capabilities"]["tools"].get("listChanged").is_none(),
+            "{answer}"
+        );
+        let instructions = result["instructions"].as_str().unwrap_or_default();
+        assert!(
+            instructions.contains("getWeb") && instructions.contains("observe"),
+            "{answer}"
+        );
+    }
+    // 2025-03-26 requires JSON-RPC batches, which are refused: it is never negotiated; the
+    // answer offers a version that is served in full.
+    let old = http_initialize(&http, "2025-03-26");
+    let offered = old["result"]["protocolVersion"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(["2025-06-18", "2025-11-25"].contains(&offered), "{old}");
+    // A stdio connection does carry notifications, and says so.
+    let stdio = McpStdio::start(&harness, &[]).unwrap();
+    let result = &stdio.initialize["result"];
+    assert_eq!(
+        result["capabilities"]["tools"]["listChanged"], true,
+        "{result}"
+    );
+    assert!(result["instructions"].as_str().is_some(), "{result}");
+    assert_eq!(stdio.close().unwrap().code(), Some(0));
+}
+
+/// Reads SSE from `stream` until an event's data carries `method`, returning that message.
+fn read_event(stream: &mut std::net::TcpStream, seen: &mut String, method: &str) -> Value {
+    use std::io::Read as _;
+    let mut buffer = [0u8; 4096];
+    loop {
+        if let Some(found) = seen
+            .split("\n\n")
+            .filter_map(|event| {
+                event
+                    .lines()
+                    .find_map(|line| line.strip_prefix("data: "))
+                    .and_then(|data| serde_json::from_str::<Value>(data).ok())
+            })
+            .find(|message| message["method"] == method)
+        {
+            return found;
+        }
+        let read = stream
+            .read(&mut buffer)
+            .unwrap_or_else(|error| panic!("waiting for {method}: {error}; saw {seen}"));
+        assert!(read > 0, "the stream ended before {method}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
+    }
+}
+
+#[test]
+fn an_http_listener_hears_that_the_tool_list_changed() {
+    let (harness, http) = started(&[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let listen = json!({
+        "jsonrpc": "2.0",
+        "id": "listen-1",
+        "method": "subscriptions/listen",
+        "params": { "_meta": meta, "notifications": { "toolsListChanged": true } }
+    });
+    let mut stream = RawRequest::new("POST", "/mcp")
+        .bearer(&http.token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "subscriptions/listen")
+        .header("x-paddock-session-id", "listener-session")
+        .body(listen.to_string())
+        .open(http.port, Duration::from_secs(60))
+        .unwrap();
+    let mut seen = String::new();
+    let acknowledged = read_event(
+        &mut stream,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    );
+    assert_eq!(
+        acknowledged["params"]["notifications"]["toolsListChanged"], true,
+        "{acknowledged}"
+    );
+    // Another session's change is not this listener's business; its own session's is.
+    let other = http
+        .with_session("someone-else")
+        .call(
+            "setToolEnabled",
+            json!({ "toolName": "discovery", "enabled": false, "sessionUuid": "someone-else" }),
+        )
+        .unwrap();
+    assert_eq!(other["isError"], false, "{other}");
+    let own = http
+        .with_session("listener-session")
+        .call("setToolEnabled", json!({ "toolName": "listDevices", "enabled": false, "sessionUuid": "listener-session" }))
+        .unwrap();
+    assert_eq!(own["isError"], false, "{own}");
+    let changed = read_event(&mut stream, &mut seen, "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+        "{changed}"
+    );
+    assert_eq!(
+        seen.matches("notifications/tools/list_changed").count(),
+        1,
+        "only the listener's own session's change: {seen}"
+    );
+    // Stopping the daemon ends the stream with the listen request's final result.
+    harness.run(["daemon", "stop"]).unwrap().success().unwrap();
+    let mut rest = String::new();
+    use std::io::Read as _;
+    let _ = stream.read_to_string(&mut rest);
+    seen.push_str(&rest);
+    assert!(
+        seen.contains(r#""id":"listen-1""#) && seen.contains(r#""result""#),
+        "{seen}"
     );
 }

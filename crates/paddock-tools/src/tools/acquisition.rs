@@ -92,10 +92,14 @@ async fn declare(
     answer
 }
 
+/// A fresh session id: an RFC 9562 version 4 UUID (122 random bits, the version nibble `4`,
+/// the variant bits `10`).
 fn new_session_id() -> Result<SessionKey, ToolError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
         .map_err(|error| ToolError::internal(format!("OS random source: {error}")))?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
     SessionKey::parse(&format!(
         "{}-{}-{}-{}-{}",
