@@ -10,7 +10,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::BodyExt as _;
-use paddock_tools::{AuthContext, Backend, Policy, Registry, SessionKey, ToolCtx};
+use paddock_tools::{AuthContext, Backend, Policy, Registry, SessionKey, ToolCtx, protocol};
 use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -120,22 +120,16 @@ impl McpHost {
                     &format!("Parse error: {error}"),
                 );
             }
-            Ok(serde_json::Value::Array(_)) => {
-                return json_rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "Invalid request: JSON-RPC batches are not supported",
-                );
-            }
-            Ok(serde_json::Value::Object(message)) => message,
-            Ok(_) => {
-                return json_rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "Invalid request: expected a JSON-RPC object",
-                );
-            }
+            Ok(message) => match protocol::request_object(message) {
+                Ok(message) => message,
+                Err(refusal) => {
+                    return json_rpc_error(StatusCode::BAD_REQUEST, refusal.code, &refusal.message);
+                }
+            },
         };
+        if let Some(refusal) = protocol::check_request(&message) {
+            return json_response(StatusCode::OK, &refusal.response(message.get("id")));
+        }
         if let Some(answer) = self.try_fast(&parts.headers, message).await {
             return answer;
         }
@@ -295,6 +289,10 @@ fn json_rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
         "id": null,
         "error": { "code": code, "message": message },
     });
+    json_response(status, &body)
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     let mut response = (status, body.to_string()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

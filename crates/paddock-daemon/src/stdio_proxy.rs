@@ -11,6 +11,7 @@ use paddock_client::DaemonPaths;
 use paddock_client::control::{
     ControlClient, ControlClientError, McpConnect, McpConnectParams, read_frame,
 };
+use paddock_tools::protocol;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -61,6 +62,20 @@ pub async fn run(
                         continue;
                     }
                 };
+                // Refused here with the protocol's own error (and `"id": null` when there is
+                // no id to answer), exactly as the HTTP route refuses it.
+                let message = match protocol::request_object(message) {
+                    Ok(message) => message,
+                    Err(refusal) => {
+                        write_line(&mut stdout, &refusal.response(None)).await?;
+                        continue;
+                    }
+                };
+                if let Some(refusal) = protocol::check_request(&message) {
+                    write_line(&mut stdout, &refusal.response(message.get("id"))).await?;
+                    continue;
+                }
+                let message = Value::Object(message);
                 if message.get("method").and_then(Value::as_str) == Some("initialize") {
                     initialize = Some(message.clone());
                 }

@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod discovery;
 pub mod error;
 pub mod policy;
+pub mod protocol;
 pub mod render;
 pub mod server;
 pub mod session;

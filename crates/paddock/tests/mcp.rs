@@ -117,6 +117,27 @@ fn bad_input_gets_clear_errors_and_the_daemon_keeps_serving() {
 
     let unknown_method = http.rpc("tools/explode", json!({})).unwrap();
     assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method}");
+    assert_eq!(
+        unknown_method["error"]["message"], "Method not found: tools/explode",
+        "{unknown_method}"
+    );
+    // Malformed `tools/call` parameters are invalid params, named; never "method not found".
+    for body in [
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"listDevices","arguments":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":7}}"#,
+    ] {
+        let answer = http.post_raw(body).unwrap().json().unwrap();
+        assert_eq!(answer["id"], 3, "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{body}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("params")),
+            "{body}: {answer}"
+        );
+    }
 
     let unknown_tool = http
         .rpc(
@@ -680,6 +701,26 @@ fn paddock_mcp_starts_the_daemon_and_streams_list_changed() {
     first.send_raw("{oops").unwrap();
     let parse_error = first.next_message(Duration::from_secs(10)).unwrap();
     assert_eq!(parse_error["error"]["code"], -32700);
+    // A batch is refused with `"id": null` (there is no one id to answer).
+    first
+        .send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)
+        .unwrap();
+    let batch = first.next_message(Duration::from_secs(10)).unwrap();
+    assert_eq!(batch["error"]["code"], -32600, "{batch}");
+    assert!(batch.get("id").is_some_and(Value::is_null), "{batch}");
+    // The same parameter and method checks as over HTTP.
+    let arguments = first
+        .request(
+            "tools/call",
+            json!({ "name": "listDevices", "arguments": [] }),
+        )
+        .unwrap();
+    assert_eq!(arguments["error"]["code"], -32602, "{arguments}");
+    let unknown = first.request("resources/explode", json!({})).unwrap();
+    assert_eq!(
+        unknown["error"]["message"], "Method not found: resources/explode",
+        "{unknown}"
+    );
     assert_eq!(first.close().unwrap().code(), Some(0));
 }
 
