@@ -203,6 +203,8 @@ pub struct CatalogTool {
     pub def: ToolDef,
     /// The `inputSchema` of `tools/list`, built once.
     pub input_schema: Arc<Map<String, Value>>,
+    /// The `outputSchema`, for a tool whose result is structured.
+    pub output_schema: Option<Arc<Map<String, Value>>>,
     pub(crate) handler: &'static dyn ErasedTool,
 }
 
@@ -221,6 +223,7 @@ pub fn builtin() -> Vec<CatalogTool> {
         .map(|handler| CatalogTool {
             def: handler.def(),
             input_schema: Arc::new(handler.input_schema()),
+            output_schema: handler.output_schema().map(Arc::new),
             handler: *handler,
         })
         .collect()

@@ -349,16 +349,19 @@ impl Registry {
 
     pub(crate) fn mcp_tool(&self, tool: &CatalogTool, policy: &Policy) -> Tool {
         let schema = tool.input_schema.clone();
+        let output = tool.output_schema.clone();
         let tool = &tool.def;
-        Tool::new(tool.name, self.tool_description(tool, policy), schema)
-            .with_title(tool.title)
-            .with_annotations(
-                ToolAnnotations::new()
-                    .read_only(tool.hints.read_only)
-                    .destructive(tool.hints.destructive)
-                    .idempotent(tool.hints.idempotent)
-                    .open_world(tool.hints.open_world),
-            )
+        let mut described = Tool::new(tool.name, self.tool_description(tool, policy), schema);
+        if let Some(output) = output {
+            described = described.with_raw_output_schema(output);
+        }
+        described.with_title(tool.title).with_annotations(
+            ToolAnnotations::new()
+                .read_only(tool.hints.read_only)
+                .destructive(tool.hints.destructive)
+                .idempotent(tool.hints.idempotent)
+                .open_world(tool.hints.open_world),
+        )
     }
 
     fn record(&self, ctx: &ToolCtx, call: AuditCall<'_>) {

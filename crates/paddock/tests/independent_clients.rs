@@ -119,3 +119,62 @@ fn typescript_sdk_over_paddock_mcp() {
     command.arg(node_client()).args(["stdio", BIN]);
     assert_report(&run_client(&harness, command));
 }
+
+/// Every tool that declares an `outputSchema` answers with `structuredContent` that a JSON
+/// Schema 2020-12 validator (Python's `jsonschema`, beside the official SDK) accepts, and every
+/// schema is itself valid 2020-12.
+#[test]
+fn structured_results_match_their_declared_output_schemas() {
+    let harness = DaemonHarness::new(BIN).unwrap();
+    let url = harness
+        .start_detached(&["--web-warm", "1"])
+        .unwrap()
+        .http_endpoint
+        .unwrap();
+    let mut command = Command::new(python());
+    command
+        .arg(repo().join("tests/clients/python/validate_outputs.py"))
+        .arg(&url);
+    let report = run_client(&harness, command);
+    let declared: Vec<&str> = report["declared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for tool in [
+        "getWeb",
+        "getAndroid",
+        "getApple",
+        "provisionDevice",
+        "releaseDevice",
+        "listDevices",
+        "setToolEnabled",
+        "discovery",
+        "listApps",
+    ] {
+        assert!(
+            declared.contains(&tool),
+            "{tool} declares no outputSchema: {report}"
+        );
+    }
+    assert_eq!(report["schemaErrors"], json!({}), "{report}");
+    let results = report["results"].as_object().unwrap();
+    for (call, outcome) in results {
+        let outcome = outcome.as_str().unwrap_or_default();
+        if call.starts_with("getAndroid") || call.starts_with("getApple") {
+            assert!(outcome.contains("[not_found]"), "{call}: {outcome}");
+        } else {
+            assert_eq!(outcome, "valid", "{call}: {report}");
+        }
+    }
+    // Every declared schema was exercised by a successful call (or a typed error).
+    for tool in &declared {
+        assert!(
+            results
+                .keys()
+                .any(|call| call.split('#').next() == Some(tool)),
+            "{tool} was not called: {report}"
+        );
+    }
+}

@@ -7,7 +7,7 @@ use paddock_devices::{Action, Device, ObserveOptions, Platform};
 use paddock_store::{ChoiceScope, Choices};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use crate::catalog::{Hints, ToolDef};
 use crate::error::ToolError;
@@ -16,6 +16,10 @@ use crate::session::SessionKey;
 use crate::tools::args::{self, NoArgs, Profile};
 use crate::tools::core::{ToolNames, tool_names};
 use crate::tools::device::{SETTLE, bounded, require_session};
+use crate::tools::results::{
+    Acquired, BootedDevice, Declared, DeviceRef, Provisioned, Released, WarmDevice, WarmDeviceRef,
+    schema_of,
+};
 use crate::tools::{Call, Output, Tool};
 
 /// The tools to declare for a new session; flattened into each acquisition tool's arguments.
@@ -46,11 +50,11 @@ async fn declare(
     changes: &Choices,
     skipped: Vec<String>,
     report_gated: bool,
-) -> Value {
-    let mut answer = json!({});
-    if !skipped.is_empty() {
-        answer["skipped"] = json!(skipped);
-    }
+) -> Declared {
+    let mut answer = Declared {
+        skipped: (!skipped.is_empty()).then_some(skipped),
+        ..Declared::default()
+    };
     if !changes.is_empty() {
         let scope = ChoiceScope::Session(session.as_str().to_owned());
         let written = {
@@ -61,7 +65,7 @@ async fn declare(
                 .await
         };
         if let Err(error) = written {
-            answer["enableToolsError"] = json!(format!(
+            answer.enable_tools_error = Some(format!(
                 "the device was acquired but the tool declaration was not saved ({error}); declare the tools again with setToolEnabled"
             ));
         } else {
@@ -80,15 +84,13 @@ async fn declare(
             continue;
         }
         if listed {
-            enabled.push(tool.name);
+            enabled.push(tool.name.to_owned());
         } else {
-            gated.push(tool.name);
+            gated.push(tool.name.to_owned());
         }
     }
-    answer["enabledTools"] = json!(enabled);
-    if report_gated {
-        answer["gatedTools"] = json!(gated);
-    }
+    answer.enabled_tools = enabled;
+    answer.gated_tools = report_gated.then_some(gated);
     answer
 }
 
@@ -132,13 +134,11 @@ async fn bind(
     Ok((session, device, new))
 }
 
-fn device_json(device: &dyn Device) -> Value {
-    json!({ "id": device.id(), "platform": device.platform().as_str(), "profile": device.profile().name })
-}
-
-fn merge(target: &mut Value, source: Value) {
-    if let (Value::Object(target), Value::Object(source)) = (target, source) {
-        target.extend(source);
+fn device_ref(device: &dyn Device) -> DeviceRef {
+    DeviceRef {
+        id: device.id().to_owned(),
+        platform: device.platform().as_str().to_owned(),
+        profile: device.profile().name.to_owned(),
     }
 }
 
@@ -166,19 +166,22 @@ async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolErr
         None => None,
     };
     let (session, device, new) = bind(&call, request.platform, request.profile).await?;
-    let mut answer = json!({
-        "sessionUuid": session.as_str(),
-        "device": device_json(device.as_ref()),
-        "newlyAcquired": new,
-    });
-    if let Some(app) = app {
-        let outcome =
-            bounded(device.act(Action::LaunchApp(app), SETTLE, ObserveOptions::default())).await?;
-        answer["observation"] = json!(observation_text(&outcome.observation));
-    }
-    let declared = declare(&call, &session, &changes, skipped, true).await;
-    merge(&mut answer, declared);
-    Ok(Output::Json(answer))
+    let observation = match app {
+        Some(app) => {
+            let outcome =
+                bounded(device.act(Action::LaunchApp(app), SETTLE, ObserveOptions::default()))
+                    .await?;
+            Some(observation_text(&outcome.observation))
+        }
+        None => None,
+    };
+    Output::structured(&Acquired {
+        session_uuid: session.as_str().to_owned(),
+        device: device_ref(device.as_ref()),
+        newly_acquired: new,
+        observation,
+        declared: declare(&call, &session, &changes, skipped, true).await,
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -206,6 +209,10 @@ impl Tool for GetWeb {
     )
     .always_on()
     .routing_session();
+
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<Acquired>()
+    }
 
     async fn run(call: Call<'_>, args: GetWebArgs) -> Result<Output, ToolError> {
         let request = Acquisition {
@@ -246,6 +253,10 @@ impl Tool for GetAndroid {
     .always_on()
     .routing_session();
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<Acquired>()
+    }
+
     async fn run(call: Call<'_>, args: GetAndroidArgs) -> Result<Output, ToolError> {
         let request = Acquisition {
             platform: Platform::Android,
@@ -285,6 +296,10 @@ impl Tool for GetApple {
     .always_on()
     .routing_session();
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<Acquired>()
+    }
+
     async fn run(call: Call<'_>, args: GetAppleArgs) -> Result<Output, ToolError> {
         let request = Acquisition {
             platform: Platform::Ios,
@@ -322,6 +337,10 @@ impl Tool for ProvisionDevice {
     .commerce()
     .routing_session();
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<Provisioned>()
+    }
+
     async fn run(call: Call<'_>, args: ProvisionDeviceArgs) -> Result<Output, ToolError> {
         let platform = Platform::from(args.platform);
         let enable_tools = args.enable.enable_tools;
@@ -338,20 +357,20 @@ impl Tool for ProvisionDevice {
         )
         .await?;
         if !args.boot {
-            return Ok(Output::Json(
-                json!({ "device": { "id": device_id, "platform": platform.as_str(), "state": "warm" } }),
-            ));
+            return Output::structured(&Provisioned::Warm(WarmDevice {
+                device: WarmDeviceRef {
+                    id: device_id,
+                    platform: platform.as_str().to_owned(),
+                    state: "warm".to_owned(),
+                },
+            }));
         }
         let (session, device, _) = bind(&call, platform, args.profile).await?;
-        let mut answer = json!({
-            "sessionUuid": session.as_str(),
-            "device": device_json(device.as_ref()),
-        });
-        merge(
-            &mut answer,
-            declare(&call, &session, &changes, skipped, false).await,
-        );
-        Ok(Output::Json(answer))
+        Output::structured(&Provisioned::Booted(BootedDevice {
+            session_uuid: session.as_str().to_owned(),
+            device: device_ref(device.as_ref()),
+            declared: declare(&call, &session, &changes, skipped, false).await,
+        }))
     }
 }
 
@@ -374,12 +393,17 @@ impl Tool for ReleaseDevice {
     )
     .routing_session();
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<Released>()
+    }
+
     async fn run(call: Call<'_>, NoArgs {}: NoArgs) -> Result<Output, ToolError> {
         let session = require_session(&call)?;
         match call.ctx.backend.release(session.as_str()).await {
-            Some(device) => Ok(Output::Json(
-                json!({ "released": device, "sessionUuid": session.as_str() }),
-            )),
+            Some(device) => Output::structured(&Released {
+                released: device,
+                session_uuid: session.as_str().to_owned(),
+            }),
             None => Err(ToolError::not_found("no device is bound to this session")),
         }
     }

@@ -7,12 +7,13 @@ use std::time::Duration;
 use paddock_devices::{Action, AppConfig, ObserveOptions};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::catalog::{Hints, OperationDef, ToolDef};
 use crate::error::ToolError;
 use crate::tools::args::{Bounded, FieldArgs, NoArgs, TargetArgs, TargetObject, wire_enum};
 use crate::tools::device::{WEB, act, bounded, session_device};
+use crate::tools::results::{AppList, ListedApp, schema_of};
 use crate::tools::{Call, Output, Tool};
 
 const DEFAULT_MAX_SWIPES: u32 = 10;
@@ -358,15 +359,23 @@ impl Tool for ListApps {
         Hints::READ,
     );
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<AppList>()
+    }
+
     async fn run(call: Call<'_>, NoArgs {}: NoArgs) -> Result<Output, ToolError> {
-        let apps: Vec<Value> = call
+        let apps = call
             .ctx
             .backend
             .apps()
             .into_iter()
-            .map(|app| json!({ "id": app.id, "name": app.name, "url": app.url }))
+            .map(|app| ListedApp {
+                id: app.id,
+                name: app.name,
+                url: app.url,
+            })
             .collect();
-        Ok(Output::Json(json!({ "apps": apps })))
+        Output::structured(&AppList { apps })
     }
 }
 

@@ -6,12 +6,16 @@ use std::collections::BTreeSet;
 use paddock_store::{ChoiceScope, Choices};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::catalog::{Hints, OperationDef, ProcessOption, ToolDef};
 use crate::error::{ToolError, ToolErrorCode};
 use crate::session::SessionKey;
 use crate::tools::args::{NoArgs, Platform, wire_enum};
+use crate::tools::results::{
+    DeviceList, DiscoveryAnswer, DiscoveryReset, DiscoveryStatus, EnabledAfter, Layers,
+    ListedDevice, Scope, ToolChoices, ToolStatus, schema_of,
+};
 use crate::tools::{Call, Output, Tool};
 
 /// The scope a write targets: `sessionUuid` (which must be a session this daemon has seen),
@@ -34,13 +38,6 @@ fn target_scope(
             ChoiceScope::Profile(call.ctx.profile.clone()),
             call.session.clone(),
         )),
-    }
-}
-
-fn scope_json(scope: &ChoiceScope) -> Value {
-    match scope {
-        ChoiceScope::Profile(key) => json!({ "kind": "profile", "id": key }),
-        ChoiceScope::Session(key) => json!({ "kind": "session", "id": key }),
     }
 }
 
@@ -113,18 +110,22 @@ pub(super) fn tool_names(
     }
 }
 
-/// Adds `enabledTools` (or why it could not be read back) to a write's answer.
-async fn with_enabled_tools(
-    mut answer: Value,
+/// `enabledTools` after a write (or why it could not be read back).
+async fn enabled_after(
     call: &Call<'_>,
     scope: &ChoiceScope,
     session: Option<&SessionKey>,
-) -> Value {
+) -> EnabledAfter {
     match enabled_after_write(call, scope, session).await {
-        Ok(enabled_tools) => answer["enabledTools"] = json!(enabled_tools),
-        Err(error) => answer["enabledToolsError"] = json!(error.to_string()),
+        Ok(enabled_tools) => EnabledAfter {
+            enabled_tools: Some(enabled_tools),
+            enabled_tools_error: None,
+        },
+        Err(error) => EnabledAfter {
+            enabled_tools: None,
+            enabled_tools_error: Some(error.to_string()),
+        },
     }
-    answer
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -163,6 +164,10 @@ impl Tool for SetToolEnabled {
     )
     .always_on()
     .routing_session();
+
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<ToolChoices>()
+    }
 
     async fn run(call: Call<'_>, args: SetToolEnabledArgs) -> Result<Output, ToolError> {
         let (names, enabled) = match (args.tool_name, args.tool_names, args.enabled) {
@@ -203,14 +208,12 @@ impl Tool for SetToolEnabled {
                 .map_err(store_error)?;
             call.registry.discovery_changed();
         }
-        let answer = json!({
-            "scope": scope_json(&scope),
-            "changed": changes.keys().collect::<Vec<_>>(),
-            "skipped": skipped,
-        });
-        Ok(Output::Json(
-            with_enabled_tools(answer, &call, &scope, session.as_ref()).await,
-        ))
+        Output::structured(&ToolChoices {
+            scope: Scope::from(&scope),
+            changed: changes.keys().cloned().collect(),
+            skipped: skipped.into_iter().collect(),
+            after: enabled_after(&call, &scope, session.as_ref()).await,
+        })
     }
 }
 
@@ -235,23 +238,25 @@ impl Tool for ListDevices {
         Hints::READ,
     );
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<DeviceList>()
+    }
+
     async fn run(call: Call<'_>, args: ListDevicesArgs) -> Result<Output, ToolError> {
-        let devices: Vec<Value> = call
+        let devices = call
             .ctx
             .backend
             .list_devices(args.platform.map(Into::into))
             .into_iter()
-            .map(|device| {
-                json!({
-                    "id": device.id,
-                    "platform": device.platform.as_str(),
-                    "profile": device.profile,
-                    "state": device.state.as_str(),
-                    "session": device.session,
-                })
+            .map(|device| ListedDevice {
+                id: device.id,
+                platform: device.platform.as_str().to_owned(),
+                profile: device.profile,
+                state: device.state.as_str().to_owned(),
+                session: device.session,
             })
             .collect();
-        Ok(Output::Json(json!({ "devices": devices })))
+        Output::structured(&DeviceList { devices })
     }
 }
 
@@ -300,6 +305,10 @@ impl Tool for Discovery {
     .operations(DISCOVERY_OPERATIONS)
     .routing_session();
 
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<DiscoveryAnswer>()
+    }
+
     async fn run(call: Call<'_>, args: DiscoveryArgs) -> Result<Output, ToolError> {
         match args.operation {
             DiscoveryOperation::Status => {
@@ -308,7 +317,7 @@ impl Tool for Discovery {
                         "`sessionUuid` applies to `reset` only",
                     ));
                 }
-                Ok(Output::Json(discovery_status(&call)))
+                Output::structured(&DiscoveryAnswer::Status(discovery_status(&call)))
             }
             DiscoveryOperation::Reset => {
                 let (scope, session) = target_scope(&call, args.session_uuid.as_deref())?;
@@ -321,43 +330,42 @@ impl Tool for Discovery {
                         .map_err(store_error)?
                 };
                 call.registry.discovery_changed();
-                let answer = json!({ "scope": scope_json(&scope), "removed": removed });
-                Ok(Output::Json(
-                    with_enabled_tools(answer, &call, &scope, session.as_ref()).await,
-                ))
+                Output::structured(&DiscoveryAnswer::Reset(DiscoveryReset {
+                    scope: Scope::from(&scope),
+                    removed,
+                    after: enabled_after(&call, &scope, session.as_ref()).await,
+                }))
             }
         }
     }
 }
 
-fn discovery_status(call: &Call<'_>) -> Value {
+fn discovery_status(call: &Call<'_>) -> DiscoveryStatus {
     let registry = call.registry;
     let profile = registry.profile_choices(call.ctx);
     let session = registry.session_choices(call.session.as_ref());
-    let resolved = registry.resolve_all(call.ctx, &profile, &session);
-    let tools: Vec<Value> = resolved
+    let tools = registry
+        .resolve_all(call.ctx, &profile, &session)
         .iter()
-        .map(|(tool, enabled, layer)| {
-            json!({
-                "name": tool.name,
-                "listed": enabled,
-                "alwaysOn": tool.is_always_on(),
-                "decidedBy": layer.as_str(),
-            })
+        .map(|(tool, enabled, layer)| ToolStatus {
+            name: tool.name.to_owned(),
+            listed: *enabled,
+            always_on: tool.is_always_on(),
+            decided_by: layer.as_str().to_owned(),
         })
         .collect();
-    json!({
-        "policy": call.ctx.policy.name(),
-        "profile": call.ctx.profile,
-        "session": call.session.as_ref().map(SessionKey::as_str),
-        "tools": tools,
-        "layers": {
-            "environment": registry.startup.env(),
-            "commandLine": registry.startup.cli(),
-            "profile": profile,
-            "session": session,
+    DiscoveryStatus {
+        policy: call.ctx.policy.name().to_owned(),
+        profile: call.ctx.profile.clone(),
+        session: call.session.as_ref().map(|key| key.as_str().to_owned()),
+        tools,
+        layers: Layers {
+            environment: registry.startup.env().clone(),
+            command_line: registry.startup.cli().clone(),
+            profile,
+            session,
         },
-    })
+    }
 }
 
 #[derive(Debug)]

@@ -39,6 +39,7 @@ pub(crate) mod args;
 pub(crate) mod core;
 mod device;
 pub(crate) mod observation;
+pub(crate) mod results;
 pub(crate) mod schema;
 
 /// Every tool Paddock registers, in listing order.
@@ -79,6 +80,13 @@ pub(crate) trait Tool: Send + Sync + 'static {
 
     const DEF: ToolDef;
 
+    /// The `outputSchema` of a tool whose result is structured (built with
+    /// [`schema::output_schema`] from the type its handler returns through
+    /// [`Output::structured`]); `None` for a tool that answers with text.
+    fn output_schema() -> Option<Map<String, Value>> {
+        None
+    }
+
     fn run(
         call: Call<'_>,
         args: Self::Args,
@@ -89,6 +97,7 @@ pub(crate) trait Tool: Send + Sync + 'static {
 pub(crate) trait ErasedTool: Send + Sync {
     fn def(&self) -> ToolDef;
     fn input_schema(&self) -> Map<String, Value>;
+    fn output_schema(&self) -> Option<Map<String, Value>>;
     /// Parses `arguments` (an `[invalid_input]` error when they do not fit) and runs the tool.
     fn call<'a>(
         &'a self,
@@ -104,6 +113,10 @@ impl<T: Tool> ErasedTool for T {
 
     fn input_schema(&self) -> Map<String, Value> {
         schema::input_schema::<T::Args>(T::DEF.routing_session)
+    }
+
+    fn output_schema(&self) -> Option<Map<String, Value>> {
+        T::output_schema()
     }
 
     fn call<'a>(
@@ -138,6 +151,15 @@ pub(crate) enum Output {
         image: Option<Vec<u8>>,
         structured: Option<Value>,
     },
+}
+
+impl Output {
+    /// A structured result of the type the tool's `outputSchema` is derived from.
+    pub(crate) fn structured<T: serde::Serialize>(value: &T) -> Result<Self, ToolError> {
+        serde_json::to_value(value)
+            .map(Self::Json)
+            .map_err(|error| ToolError::internal(format!("could not encode the result: {error}")))
+    }
 }
 
 /// Parses a tool's arguments; a mismatch is `[invalid_input]` naming the argument at fault

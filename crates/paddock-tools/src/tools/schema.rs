@@ -53,6 +53,48 @@ pub(crate) fn input_schema<T: JsonSchema>(routing_session: bool) -> Map<String, 
     schema
 }
 
+/// The `outputSchema` of a tool whose structured result is `T` (a JSON Schema 2020-12 object
+/// schema). Unlike an input schema it keeps `null` where a field may be null, since results
+/// say null where arguments say nothing; descriptions are unwrapped like the inputs'.
+pub(crate) fn output_schema<T: JsonSchema>() -> Map<String, Value> {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = match generator.into_root_schema_for::<T>().to_value() {
+        Value::Object(schema) => schema,
+        _ => Map::new(),
+    };
+    schema.remove("title");
+    schema.remove("description");
+    unwrap_descriptions(&mut schema);
+    // MCP requires an object schema at the root (a union of objects is still one).
+    schema
+        .entry("type")
+        .or_insert_with(|| Value::String("object".into()));
+    schema
+}
+
+/// Unwraps the doc-comment lines of every description in `schema`.
+fn unwrap_descriptions(schema: &mut Map<String, Value>) {
+    for (key, value) in schema.iter_mut() {
+        match value {
+            Value::String(text) if key == "description" => *text = unwrap_lines(text),
+            Value::Object(inner) => unwrap_descriptions(inner),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(inner) = item {
+                        unwrap_descriptions(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn normalize(schema: &mut Map<String, Value>) {
     schema.remove("format");
     schema.remove("default");
