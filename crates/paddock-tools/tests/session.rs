@@ -1,7 +1,7 @@
 //! The in-band session argument (`__mcpSessionId`): declared in the input schema of every tool
 //! that reads the routing session, accepted by each, and routed — the backend, or the answer,
 //! sees that session. The server removes the key before parsing, and every argument type
-//! denies unknown fields, so a handler that saw it would answer `unknown field`.
+//! denies unknown fields, so a handler that saw it would answer that it is not an argument.
 #![cfg(test)]
 
 mod common;

@@ -17,7 +17,8 @@
 //! 4. Run `cargo test -p paddock-tools`, review the new surface in the failing snapshot and
 //!    accept it; a new tool is a minor version (see `CONTRACT.md`).
 //!
-//! Arguments that fail to parse are `[invalid_input]` before the handler runs. The in-band
+//! Arguments that fail to parse are `[invalid_input]` before the handler runs, in words a model
+//! can act on, phrased from the argument type's schema (see [`argument_error`]). The in-band
 //! session argument is declared in the schema of every tool whose definition reads the routing
 //! session, and removed before parsing (see `server.rs`), so no argument type names it.
 
@@ -36,6 +37,7 @@ use crate::session::SessionKey;
 pub(crate) mod acquisition;
 pub(crate) mod actions;
 pub(crate) mod args;
+mod argument_error;
 pub(crate) mod core;
 mod device;
 pub(crate) mod observation;
@@ -104,6 +106,9 @@ pub(crate) trait ErasedTool: Send + Sync {
         call: Call<'a>,
         arguments: Map<String, Value>,
     ) -> BoxFuture<'a, Result<Output, ToolError>>;
+    /// Parses `arguments` without running the tool, for tests of argument errors.
+    #[cfg(test)]
+    fn parse_only(&self, arguments: Map<String, Value>) -> Result<(), ToolError>;
 }
 
 impl<T: Tool> ErasedTool for T {
@@ -128,6 +133,11 @@ impl<T: Tool> ErasedTool for T {
             let args = parse(call.tool.name, arguments)?;
             T::run(call, args).await
         })
+    }
+
+    #[cfg(test)]
+    fn parse_only(&self, arguments: Map<String, Value>) -> Result<(), ToolError> {
+        parse::<T::Args>(T::DEF.name, arguments).map(drop)
     }
 }
 
@@ -162,17 +172,15 @@ impl Output {
     }
 }
 
-/// Parses a tool's arguments; a mismatch is `[invalid_input]` naming the argument at fault
-/// when serde can tell which.
-fn parse<T: DeserializeOwned>(tool: &str, arguments: Map<String, Value>) -> Result<T, ToolError> {
-    serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        let message = if path == "." {
-            format!("invalid arguments for `{tool}`: {inner}")
-        } else {
-            format!("invalid arguments for `{tool}`: `{path}`: {inner}")
-        };
-        ToolError::invalid_input(message)
+/// Parses a tool's arguments; a mismatch is `[invalid_input]`, phrased from the argument type's
+/// schema (see [`argument_error`]).
+fn parse<T: DeserializeOwned + JsonSchema>(
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<T, ToolError> {
+    let arguments = Value::Object(arguments);
+    serde_path_to_error::deserialize(&arguments).map_err(|error| {
+        let schema = schema::argument_schema::<T>();
+        ToolError::invalid_input(argument_error::message(tool, &schema, &arguments, &error))
     })
 }

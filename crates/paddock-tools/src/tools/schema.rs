@@ -30,13 +30,7 @@ fn in_band_session_argument() -> Value {
 /// The input schema of a tool whose arguments are `T`; with `routing_session`, it declares the
 /// in-band session argument too, which the server removes before the arguments are parsed.
 pub(crate) fn input_schema<T: JsonSchema>(routing_session: bool) -> Map<String, Value> {
-    let generator = SchemaSettings::draft2020_12()
-        .with(|settings| {
-            settings.inline_subschemas = true;
-            settings.meta_schema = None;
-        })
-        .into_generator();
-    let mut schema = match generator.into_root_schema_for::<T>().to_value() {
+    let mut schema = match argument_schema::<T>() {
         Value::Object(schema) => schema,
         // A type whose schema is `true` or `false` takes no object; the contract test fails.
         _ => Map::new(),
@@ -57,13 +51,7 @@ pub(crate) fn input_schema<T: JsonSchema>(routing_session: bool) -> Map<String, 
 /// schema). Unlike an input schema it keeps `null` where a field may be null, since results
 /// say null where arguments say nothing; descriptions are unwrapped like the inputs'.
 pub(crate) fn output_schema<T: JsonSchema>() -> Map<String, Value> {
-    let generator = SchemaSettings::draft2020_12()
-        .with(|settings| {
-            settings.inline_subschemas = true;
-            settings.meta_schema = None;
-        })
-        .into_generator();
-    let mut schema = match generator.into_root_schema_for::<T>().to_value() {
+    let mut schema = match argument_schema::<T>() {
         Value::Object(schema) => schema,
         _ => Map::new(),
     };
@@ -93,6 +81,21 @@ fn unwrap_descriptions(schema: &mut Map<String, Value>) {
             _ => {}
         }
     }
+}
+
+/// The schema of `T` as derived, before [`input_schema`] brings it to the contract's dialect:
+/// inline, but with its `null` unions, which tell an optional argument (that serde accepts as
+/// `null`) from a defaulted one (that it does not). Argument errors are phrased from it (see
+/// `argument_error.rs`), and output schemas start from it.
+pub(crate) fn argument_schema<T: JsonSchema>() -> Value {
+    SchemaSettings::draft2020_12()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }
 
 fn normalize(schema: &mut Map<String, Value>) {
