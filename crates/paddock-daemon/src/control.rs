@@ -36,7 +36,7 @@ pub trait ControlHandler: Send + Sync + 'static {
     /// Serves MCP on the rest of the connection.
     fn serve_mcp(
         &self,
-        session_id: String,
+        params: McpConnectParams,
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) -> BoxFuture<'static, ()>;
@@ -412,7 +412,7 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 if write_frame(&mut writer, &response).await.is_err() {
                     return;
                 }
-                handler.serve_mcp(params.session_id, reader, writer).await;
+                handler.serve_mcp(params, reader, writer).await;
                 return;
             }
         };

@@ -1,7 +1,9 @@
 //! The daemon's MCP host: the stateless Streamable HTTP service mounted on the ingress at
 //! `/mcp`, and MCP over control-socket connections (in process, no HTTP hop).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -26,6 +28,18 @@ pub struct McpHost {
     pub policy: Arc<Policy>,
     pub backend: Arc<dyn Backend>,
     owner: AuthContext,
+    /// How long a reconnectable socket session keeps its device after its last connection.
+    session_grace: Duration,
+    /// Socket sessions with a live connection or a pending release.
+    socket_sessions: Arc<Mutex<HashMap<SessionKey, SocketSession>>>,
+}
+
+/// A socket session's connections: how many are open, and which close may release it.
+#[derive(Debug, Default)]
+struct SocketSession {
+    live: usize,
+    /// Bumped by every connection that opens, so a release scheduled before it is void.
+    generation: u64,
 }
 
 impl std::fmt::Debug for McpHost {
@@ -47,7 +61,15 @@ impl McpHost {
             policy,
             backend,
             owner,
+            session_grace: Duration::ZERO,
+            socket_sessions: Arc::default(),
         }
+    }
+
+    /// Keeps a reconnectable socket session's device for `grace` after its last connection.
+    pub fn with_session_grace(mut self, grace: Duration) -> Self {
+        self.session_grace = grace;
+        self
     }
 
     /// The local owner's context. HTTP callers hold the daemon's bearer token and socket
@@ -225,13 +247,23 @@ impl McpHost {
         Some(response)
     }
 
-    /// Serves MCP on a control-socket connection until either side closes it.
+    /// Serves MCP on a control-socket connection until either side closes it. When the last
+    /// connection of the session closes, its device goes back to the pool — at once, or, for a
+    /// `reconnectable` session (the client chose its id), after the grace period unless a
+    /// connection with the same id opened meanwhile.
     pub async fn serve_socket(
         self: Arc<Self>,
         session: SessionKey,
+        reconnectable: bool,
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) {
+        {
+            let mut sessions = lock_sessions(&self.socket_sessions);
+            let entry = sessions.entry(session.clone()).or_default();
+            entry.live += 1;
+            entry.generation += 1;
+        }
         self.registry.record_session(&session);
         let ctx = self.owner_ctx(Some(session.clone()));
         let (server, id) = self.registry.connection_server(ctx.clone());
@@ -243,11 +275,62 @@ impl McpHost {
             }
             Err(error) => debug!(%error, "socket MCP connection ended before initialization"),
         }
-        // The connection was the session: its device goes back to the pool.
-        if let Some(device) = self.backend.release(session.as_str()).await {
-            debug!(%device, "released the device of a closed socket session");
+        let generation = {
+            let mut sessions = lock_sessions(&self.socket_sessions);
+            let Some(entry) = sessions.get_mut(&session) else {
+                return;
+            };
+            entry.live = entry.live.saturating_sub(1);
+            if entry.live > 0 {
+                // Another connection still holds the session.
+                return;
+            }
+            entry.generation
+        };
+        let grace = if reconnectable {
+            self.session_grace
+        } else {
+            Duration::ZERO
+        };
+        if grace.is_zero() {
+            lock_sessions(&self.socket_sessions).remove(&session);
+            self.release_closed(&session, "released when its connection closed")
+                .await;
+            return;
+        }
+        debug!(%session, grace_secs = grace.as_secs(), "socket session closed; keeping its device for a reconnect");
+        let host = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            {
+                let mut sessions = lock_sessions(&host.socket_sessions);
+                match sessions.get(&session) {
+                    Some(entry) if entry.live == 0 && entry.generation == generation => {
+                        sessions.remove(&session);
+                    }
+                    // A connection came back (or is back and gone again, with its own timer).
+                    _ => return,
+                }
+            }
+            let reason = format!(
+                "released {} s after its connection closed, with no reconnect",
+                grace.as_secs()
+            );
+            host.release_closed(&session, &reason).await;
+        });
+    }
+
+    async fn release_closed(&self, session: &SessionKey, reason: &str) {
+        if let Some(device) = self.backend.release(session.as_str(), reason).await {
+            debug!(%device, %session, "released the device of a closed socket session");
         }
     }
+}
+
+fn lock_sessions(
+    sessions: &Mutex<HashMap<SessionKey, SocketSession>>,
+) -> std::sync::MutexGuard<'_, HashMap<SessionKey, SocketSession>> {
+    sessions.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 /// A JSON-RPC answer, serialised straight to bytes.

@@ -48,6 +48,9 @@ pub struct McpOptions {
     pub selection: SelectionInput,
     /// `--debug`: registers tools that need it.
     pub debug: bool,
+    /// How long a socket session with a client-chosen id keeps its device after its last
+    /// connection closes, for the client to reconnect (zero releases at once).
+    pub session_grace: Duration,
 }
 
 impl Default for McpOptions {
@@ -56,6 +59,7 @@ impl Default for McpOptions {
             policy: PolicyProfile::Full,
             selection: SelectionInput::default(),
             debug: false,
+            session_grace: Duration::from_secs(60),
         }
     }
 }
@@ -432,7 +436,8 @@ fn build_mcp(
         info,
     });
     info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");
-    let host = McpHost::new(registry, policy, Arc::new(pool.clone()));
+    let host = McpHost::new(registry, policy, Arc::new(pool.clone()))
+        .with_session_grace(config.mcp.session_grace);
     Ok((Arc::new(host), pool, store))
 }
 

@@ -93,14 +93,15 @@ impl ControlHandler for ControlServices {
 
     fn serve_mcp(
         &self,
-        session_id: String,
+        params: McpConnectParams,
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) -> BoxFuture<'static, ()> {
         let mcp = self.mcp.clone();
         Box::pin(async move {
-            if let Ok(session) = SessionKey::parse(&session_id) {
-                mcp.serve_socket(session, reader, writer).await;
+            if let Ok(session) = SessionKey::parse(&params.session_id) {
+                mcp.serve_socket(session, params.reconnectable, reader, writer)
+                    .await;
             }
         })
     }

@@ -31,15 +31,15 @@ struct Connection {
     writer: OwnedWriteHalf,
 }
 
-/// Runs the proxy until stdin closes.
+/// Runs the proxy until stdin closes, as `session` (its id, and whether the client chose it).
 pub async fn run(
     paths: &DaemonPaths,
     launch: &DetachedLaunch,
-    session_id: &str,
+    session: &McpConnectParams,
 ) -> anyhow::Result<()> {
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
-    let mut connection = connect(paths, launch, session_id).await?;
+    let mut connection = connect(paths, launch, session).await?;
     let mut initialize: Option<Value> = None;
     let mut pending: HashSet<String> = HashSet::new();
     loop {
@@ -85,7 +85,7 @@ pub async fn run(
                     pending.insert(id.to_string());
                 }
                 if write_line(&mut connection.writer, &message).await.is_err() {
-                    connection = reconnect(paths, launch, session_id, &mut stdout, &mut pending, initialize.as_ref()).await?;
+                    connection = reconnect(paths, launch, session, &mut stdout, &mut pending, initialize.as_ref()).await?;
                 }
             }
             frame = read_frame(&mut connection.reader) => {
@@ -102,7 +102,7 @@ pub async fn run(
                         stdout.flush().await?;
                     }
                     Ok(None) | Err(_) => {
-                        connection = reconnect(paths, launch, session_id, &mut stdout, &mut pending, initialize.as_ref()).await?;
+                        connection = reconnect(paths, launch, session, &mut stdout, &mut pending, initialize.as_ref()).await?;
                     }
                 }
             }
@@ -113,7 +113,7 @@ pub async fn run(
 async fn reconnect(
     paths: &DaemonPaths,
     launch: &DetachedLaunch,
-    session_id: &str,
+    session: &McpConnectParams,
     stdout: &mut tokio::io::Stdout,
     pending: &mut HashSet<String>,
     initialize: Option<&Value>,
@@ -126,7 +126,7 @@ async fn reconnect(
             "error": { "code": -32603, "message": "The Paddock daemon restarted while this request was in flight; retry it. Device sessions ended with the restart: acquire a device again." }
         })).await?;
     }
-    let mut connection = connect(paths, launch, session_id).await?;
+    let mut connection = connect(paths, launch, session).await?;
     if let Some(initialize) = initialize {
         let mut replay = initialize.clone();
         replay["id"] = json!(REPLAY_ID);
@@ -160,11 +160,11 @@ async fn reconnect(
 async fn connect(
     paths: &DaemonPaths,
     launch: &DetachedLaunch,
-    session_id: &str,
+    session: &McpConnectParams,
 ) -> anyhow::Result<Connection> {
     let deadline = tokio::time::Instant::now() + CONNECT_DEADLINE;
     loop {
-        match try_connect(paths, session_id).await {
+        match try_connect(paths, session).await {
             Ok(connection) => return Ok(connection),
             // Something that is not our daemon listens where it should: never retry into it.
             Err(error) if is_impersonation(&error) => return Err(error),
@@ -189,15 +189,13 @@ fn is_impersonation(error: &anyhow::Error) -> bool {
         .is_some_and(ControlClientError::is_impersonation)
 }
 
-async fn try_connect(paths: &DaemonPaths, session_id: &str) -> anyhow::Result<Connection> {
+async fn try_connect(
+    paths: &DaemonPaths,
+    session: &McpConnectParams,
+) -> anyhow::Result<Connection> {
     let mut client = ControlClient::connect_owner(paths).await?;
     let answer = client
-        .request::<McpConnect>(
-            McpConnectParams {
-                session_id: session_id.to_owned(),
-            },
-            CONNECT_ANSWER_TIMEOUT,
-        )
+        .request::<McpConnect>(session.clone(), CONNECT_ANSWER_TIMEOUT)
         .await;
     if let Err(ControlClientError::Remote(error)) = &answer {
         bail!(

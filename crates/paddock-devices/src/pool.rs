@@ -86,8 +86,17 @@ struct Entry {
 }
 
 enum SessionStatus {
-    Active { device: String, last_used: Instant },
-    Ended { reason: String, lost: bool },
+    Active {
+        device: String,
+        last_used: Instant,
+    },
+    /// The binding ended `at`, for `reason` (a phrase after "was": `released by
+    /// releaseDevice`); `lost` when the device died under it.
+    Ended {
+        reason: String,
+        lost: bool,
+        at: Instant,
+    },
 }
 
 struct Inner {
@@ -275,6 +284,7 @@ impl Pool {
                     SessionStatus::Ended {
                         reason: format!("device `{id}` died (its browser exited)"),
                         lost: true,
+                        at: Instant::now(),
                     },
                 );
                 persist(&inner.store, move |store| {
@@ -384,14 +394,16 @@ impl Pool {
                     _ => Err(DeviceError::Lost(format!("device `{device}` died"))),
                 }
             }
-            Some(SessionStatus::Ended { reason, lost: true }) => {
-                Err(DeviceError::Lost(reason.clone()))
-            }
+            Some(SessionStatus::Ended {
+                reason, lost: true, ..
+            }) => Err(DeviceError::Lost(reason.clone())),
             Some(SessionStatus::Ended {
                 reason,
                 lost: false,
+                at,
             }) => Err(DeviceError::NotFound(format!(
-                "this session's device was {reason}; acquire a new one with getWeb"
+                "this session's device was {reason} ({} s ago); acquire a new one with getWeb",
+                at.elapsed().as_secs()
             ))),
             None => {
                 drop(sessions);
@@ -419,6 +431,7 @@ impl Pool {
                         SessionStatus::Ended {
                             reason: reason.to_owned(),
                             lost: false,
+                            at: Instant::now(),
                         },
                     );
                     device

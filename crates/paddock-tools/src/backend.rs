@@ -30,7 +30,9 @@ pub trait Backend: Send + Sync {
     /// The device bound to `session`.
     fn device(&self, session: &str) -> Result<Arc<dyn Device>, DeviceError>;
     /// Releases the session's device; its id, if one was bound.
-    fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Option<String>>;
+    /// Releases the session's device, remembering `reason` (a phrase after "was", such as
+    /// `released by releaseDevice`) for the session's later calls; the device id, or `None`.
+    fn release<'a>(&'a self, session: &'a str, reason: &'a str) -> BoxFuture<'a, Option<String>>;
     fn apps(&self) -> Vec<AppConfig>;
 }
 
@@ -86,8 +88,8 @@ impl Backend for Pool {
         Pool::device(self, session)
     }
 
-    fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Option<String>> {
-        Box::pin(Pool::release(self, session, "released by releaseDevice"))
+    fn release<'a>(&'a self, session: &'a str, reason: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(Pool::release(self, session, reason))
     }
 
     fn apps(&self) -> Vec<AppConfig> {
@@ -127,7 +129,7 @@ impl Backend for NoDevices {
         ))
     }
 
-    fn release<'a>(&'a self, _session: &'a str) -> BoxFuture<'a, Option<String>> {
+    fn release<'a>(&'a self, _session: &'a str, _reason: &'a str) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { None })
     }
 

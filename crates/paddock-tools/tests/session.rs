@@ -65,7 +65,7 @@ impl Backend for RecordingBackend {
         Err(none_bound(session))
     }
 
-    fn release<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Option<String>> {
+    fn release<'a>(&'a self, session: &'a str, _reason: &'a str) -> BoxFuture<'a, Option<String>> {
         self.record(session);
         Box::pin(async { None })
     }

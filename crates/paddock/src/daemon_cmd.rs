@@ -84,6 +84,10 @@ pub struct StartArgs {
     /// Seconds without a device call after which a session's device is released.
     #[arg(long, env = "PADDOCK_DEVICE_IDLE_TIMEOUT_SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
     device_idle_timeout_secs: u64,
+    /// Seconds a `paddock mcp --session-id` session keeps its device after its process exits,
+    /// for the client to reconnect; 0 releases it at once.
+    #[arg(long, env = "PADDOCK_SESSION_GRACE_SECS", default_value_t = 60)]
+    session_grace_secs: u64,
 }
 
 /// Parses `ID=URL` (the URL must be http or https).
@@ -128,6 +132,7 @@ impl Default for StartArgs {
             web_profile: "pixel7".to_owned(),
             web_app: Vec::new(),
             device_idle_timeout_secs: 900,
+            session_grace_secs: 60,
         }
     }
 }
@@ -182,6 +187,7 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
             cli_disabled: args.disable_tool.clone(),
         },
         debug: args.debug,
+        session_grace: Duration::from_secs(args.session_grace_secs),
     };
     let mut apps = args.web_app.clone();
     if let Some(list) = env.var("PADDOCK_WEB_APPS").and_then(|value| value.to_str()) {
@@ -277,6 +283,8 @@ pub fn detached_launch(
         args.web_profile.clone().into(),
         "--device-idle-timeout-secs".into(),
         args.device_idle_timeout_secs.to_string().into(),
+        "--session-grace-secs".into(),
+        args.session_grace_secs.to_string().into(),
     ]);
     for app in &args.web_app {
         child_args.extend(["--web-app".into(), format!("{}={}", app.id, app.url).into()]);

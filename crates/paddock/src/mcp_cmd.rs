@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use paddock_client::control::McpConnectParams;
 use paddock_client::{ClientEnv, DaemonPaths};
 
 use crate::daemon_cmd::{StartArgs, detached_launch};
@@ -11,7 +12,10 @@ use crate::logging::LogArgs;
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// Session id for this connection (letters, digits, `.`, `_`, `:`, `-`). Default: a fresh
-    /// random id per process. Pin it to keep per-session tool choices across client restarts.
+    /// random id per process, whose device is released when the process exits. Pin it to keep
+    /// per-session tool choices across client restarts, and the session's device across a
+    /// reconnect within the daemon's `--session-grace-secs` (a client that starts one
+    /// `paddock mcp` per call needs it).
     #[arg(long, env = "PADDOCK_SESSION_ID")]
     session_id: Option<String>,
 }
@@ -19,11 +23,19 @@ pub struct McpArgs {
 pub async fn run(args: McpArgs, logging: &LogArgs) -> anyhow::Result<ExitCode> {
     let env = ClientEnv::from_process();
     let paths = DaemonPaths::resolve(&env);
-    let session_id = match args.session_id {
-        Some(id) => id,
-        None => paddock_daemon::stdio_proxy::new_session_id()?,
+    // A client-chosen id can come back after its process exits (a one-shot client that starts
+    // `paddock mcp` per call): the daemon keeps its device for the grace period.
+    let session = match args.session_id {
+        Some(session_id) => McpConnectParams {
+            session_id,
+            reconnectable: true,
+        },
+        None => McpConnectParams {
+            session_id: paddock_daemon::stdio_proxy::new_session_id()?,
+            reconnectable: false,
+        },
     };
     let launch = detached_launch(&paths, &StartArgs::default(), logging)?;
-    paddock_daemon::stdio_proxy::run(&paths, &launch, &session_id).await?;
+    paddock_daemon::stdio_proxy::run(&paths, &launch, &session).await?;
     Ok(ExitCode::SUCCESS)
 }

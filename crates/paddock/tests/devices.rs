@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use paddock_testkit::fixture::FixtureApp;
-use paddock_testkit::{DaemonHarness, McpHttp, procfs, wait_until};
+use paddock_testkit::{DaemonHarness, McpHttp, McpStdio, procfs, wait_until};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
@@ -844,4 +844,71 @@ fn observe_snapshots_of_the_fixture_pages() {
         "observe_item_dialog",
         text(&session.call("observe", json!({})).unwrap())
     );
+}
+
+/// The id of the device bound to `session` in `devices --json`, if one is.
+fn bound_device(harness: &DaemonHarness, session: &str) -> Option<String> {
+    let listing = harness.run(["devices", "--json"]).ok()?.stdout();
+    let listing: Value = serde_json::from_str(&listing).ok()?;
+    listing["devices"]
+        .as_array()?
+        .iter()
+        .find(|device| device["session"] == session)
+        .and_then(|device| device["id"].as_str().map(str::to_owned))
+}
+
+/// A one-shot stdio client (a new `paddock mcp` per call, as the Inspector CLI runs) keeps its
+/// device across processes when it pins its session id; once the grace period passes with no
+/// reconnect the device goes back, and the next call says so — not "released by releaseDevice",
+/// which nobody called. Without a pinned id the device is released when the process exits.
+#[test]
+fn a_pinned_stdio_session_keeps_its_device_across_a_reconnect() {
+    let harness = DaemonHarness::new(BIN).unwrap();
+    harness
+        .start_detached(&["--web-warm", "1", "--session-grace-secs", "20"])
+        .unwrap();
+    let mut first = McpStdio::start(&harness, &["--session-id", "one-shot"]).unwrap();
+    let acquired = first.call("getWeb", json!({})).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    let device = acquired["structuredContent"]["device"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(first.close().unwrap().code(), Some(0));
+
+    // The next process, same id, within the grace period: the same device, still bound.
+    let mut second = McpStdio::start(&harness, &["--session-id", "one-shot"]).unwrap();
+    let observed = second.call("observe", json!({})).unwrap();
+    assert_eq!(observed["isError"], false, "{observed}");
+    assert_eq!(bound_device(&harness, "one-shot"), Some(device));
+    assert_eq!(second.close().unwrap().code(), Some(0));
+
+    // No reconnect: after the grace period the device goes back to the pool.
+    wait_until(Duration::from_secs(120), || {
+        bound_device(&harness, "one-shot").is_none().then_some(())
+    })
+    .unwrap();
+    let mut late = McpStdio::start(&harness, &["--session-id", "one-shot"]).unwrap();
+    let error = late.call("observe", json!({})).unwrap();
+    let message = error_text(&error);
+    assert!(message.starts_with("[not_found]"), "{message}");
+    assert!(
+        message.contains("after its connection closed") && !message.contains("releaseDevice"),
+        "{message}"
+    );
+    assert_eq!(late.close().unwrap().code(), Some(0));
+
+    // An unpinned session is released as its process exits, with no grace.
+    let mut unpinned = McpStdio::start(&harness, &[]).unwrap();
+    let acquired = unpinned.call("getWeb", json!({})).unwrap();
+    let session = acquired["structuredContent"]["sessionUuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(bound_device(&harness, &session).is_some());
+    assert_eq!(unpinned.close().unwrap().code(), Some(0));
+    wait_until(Duration::from_secs(60), || {
+        bound_device(&harness, &session).is_none().then_some(())
+    })
+    .unwrap();
 }

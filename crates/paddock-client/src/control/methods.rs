@@ -361,6 +361,11 @@ pub struct StopResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpConnectParams {
     pub session_id: String,
+    /// The client chose the session id (`paddock mcp --session-id`), so it can come back: when
+    /// this connection closes, the session keeps its device for the daemon's grace period
+    /// (`--session-grace-secs`) instead of releasing it at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reconnectable: bool,
 }
 
 /// The answer to `mcp/connect`; JSON-RPC lines follow.

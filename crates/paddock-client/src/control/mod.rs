@@ -495,6 +495,11 @@ mod tests {
         round_trip::<DaemonStop>(());
         round_trip::<McpConnect>(McpConnectParams {
             session_id: "s".into(),
+            reconnectable: false,
+        });
+        round_trip::<McpConnect>(McpConnectParams {
+            session_id: "s".into(),
+            reconnectable: true,
         });
         round_trip::<DevicesList>(());
         let warm = round_trip::<DevicesWarm>(DevicesWarmParams {

@@ -399,7 +399,12 @@ impl Tool for ReleaseDevice {
 
     async fn run(call: Call<'_>, NoArgs {}: NoArgs) -> Result<Output, ToolError> {
         let session = require_session(&call)?;
-        match call.ctx.backend.release(session.as_str()).await {
+        match call
+            .ctx
+            .backend
+            .release(session.as_str(), "released by releaseDevice")
+            .await
+        {
             Some(device) => Output::structured(&Released {
                 released: device,
                 session_uuid: session.as_str().to_owned(),
