@@ -108,12 +108,15 @@ pub struct FaultInjection {
     pub startup_delay: Duration,
     pub fail_startup: bool,
     pub shutdown_delay: Duration,
+    /// Every device boot waits this long first (see `PoolConfig::boot_delay`).
+    pub device_boot_delay: Duration,
 }
 
 impl FaultInjection {
     pub const STARTUP_DELAY_VAR: &str = "PADDOCK_DEBUG_STARTUP_DELAY_MS";
     pub const FAIL_STARTUP_VAR: &str = "PADDOCK_DEBUG_FAIL_STARTUP";
     pub const SHUTDOWN_DELAY_VAR: &str = "PADDOCK_DEBUG_SHUTDOWN_DELAY_MS";
+    pub const DEVICE_BOOT_DELAY_VAR: &str = "PADDOCK_DEBUG_DEVICE_BOOT_DELAY_MS";
 
     pub fn from_env(env: &ClientEnv) -> anyhow::Result<Option<Self>> {
         let millis = |name: &str| -> anyhow::Result<Duration> {
@@ -130,10 +133,12 @@ impl FaultInjection {
             startup_delay: millis(Self::STARTUP_DELAY_VAR)?,
             fail_startup: env.var(Self::FAIL_STARTUP_VAR).is_some_and(|v| v == "1"),
             shutdown_delay: millis(Self::SHUTDOWN_DELAY_VAR)?,
+            device_boot_delay: millis(Self::DEVICE_BOOT_DELAY_VAR)?,
         };
         let active = !faults.startup_delay.is_zero()
             || faults.fail_startup
-            || !faults.shutdown_delay.is_zero();
+            || !faults.shutdown_delay.is_zero()
+            || !faults.device_boot_delay.is_zero();
         Ok(active.then_some(faults))
     }
 }

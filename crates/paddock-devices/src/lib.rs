@@ -8,6 +8,7 @@
 pub mod device;
 pub mod pool;
 pub mod profile;
+pub mod progress;
 pub mod web;
 
 pub use device::{

@@ -12,7 +12,11 @@ use tracing::{info, warn};
 
 use crate::device::{Device, DeviceError, Platform};
 use crate::profile::{self, AppConfig};
+use crate::progress;
 use crate::web::{ChromiumConfig, WebDevice};
+
+/// The progress steps of a device boot: started, browser up, ready.
+const BOOT_STEPS: u64 = 2;
 
 /// The web platform's settings.
 #[derive(Debug, Clone)]
@@ -40,6 +44,9 @@ pub struct PoolConfig {
     pub web: WebPoolConfig,
     /// A session that makes no device call for this long is released.
     pub idle_timeout: Duration,
+    /// Debug fault injection: every device boot first waits this long (tests of progress and
+    /// cancellation during a slow boot; `PADDOCK_DEBUG_DEVICE_BOOT_DELAY_MS`).
+    pub boot_delay: Duration,
 }
 
 impl Default for PoolConfig {
@@ -47,6 +54,7 @@ impl Default for PoolConfig {
         Self {
             web: WebPoolConfig::default(),
             idle_timeout: Duration::from_secs(15 * 60),
+            boot_delay: Duration::ZERO,
         }
     }
 }
@@ -219,10 +227,24 @@ impl Pool {
         })?;
         let id = format!("web-{}", self.inner.next_id.fetch_add(1, Ordering::SeqCst));
         self.inner.booting.fetch_add(1, Ordering::SeqCst);
+        progress::report(
+            0,
+            Some(BOOT_STEPS),
+            format!("booting `{id}` (profile `{profile_name}`): starting Chromium"),
+        );
+        if !self.inner.config.boot_delay.is_zero() {
+            tokio::time::sleep(self.inner.config.boot_delay).await;
+        }
+        progress::report(1, Some(BOOT_STEPS), format!("`{id}`: connecting over CDP"));
         let launched = WebDevice::launch(id, &self.inner.config.web.chromium, profile).await;
         self.inner.booting.fetch_sub(1, Ordering::SeqCst);
         let device = launched?;
         self.watch(device.clone());
+        progress::report(
+            BOOT_STEPS,
+            Some(BOOT_STEPS),
+            format!("`{}` is ready", device.id()),
+        );
         Ok(device)
     }
 

@@ -13,6 +13,8 @@ pub enum ToolErrorCode {
     UnsupportedPlatform,
     DeviceLost,
     Unavailable,
+    /// The caller cancelled the call (`notifications/cancelled`).
+    Cancelled,
     Internal,
 }
 
@@ -27,6 +29,7 @@ impl ToolErrorCode {
             Self::UnsupportedPlatform => "unsupported_platform",
             Self::DeviceLost => "device_lost",
             Self::Unavailable => "unavailable",
+            Self::Cancelled => "cancelled",
             Self::Internal => "internal",
         }
     }

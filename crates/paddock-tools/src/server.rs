@@ -1,5 +1,6 @@
 //! The registry and the rmcp server it hands out per request (HTTP) or per connection (socket).
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -7,12 +8,11 @@ use std::time::Instant;
 
 use futures_util::FutureExt as _;
 use paddock_store::{ChoiceScope, Choices, Store};
-use std::borrow::Cow;
-
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -24,7 +24,7 @@ use crate::auth::AuthContext;
 use crate::backend::Backend;
 use crate::catalog::{CatalogTool, ToolDef};
 use crate::discovery::{Layer, ProcessOptions, StartupSelection};
-use crate::error::ToolError;
+use crate::error::{ToolError, ToolErrorCode};
 use crate::policy::Policy;
 use crate::session::{IN_BAND_ARGUMENT, SESSION_HEADER, SessionKey};
 use crate::tools::{Call, Output};
@@ -588,6 +588,35 @@ impl McpServer {
     }
 }
 
+/// A progress reporter whose steps go out, in order, as `notifications/progress` for `token`;
+/// the task ends when the reporter is dropped.
+fn progress_forwarder(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+) -> (
+    paddock_devices::progress::Reporter,
+    tokio::task::JoinHandle<()>,
+) {
+    let (steps_tx, mut steps) = tokio::sync::mpsc::unbounded_channel();
+    let reporter = paddock_devices::progress::Reporter::new(move |step| {
+        let _ = steps_tx.send(step);
+    });
+    let forwarder = tokio::spawn(async move {
+        while let Some(step) = steps.recv().await {
+            let mut notification = ProgressNotificationParam::new(token.clone(), step.done as f64)
+                .with_message(step.message);
+            if let Some(total) = step.total {
+                notification = notification.with_total(total as f64);
+            }
+            if let Err(error) = peer.notify_progress(notification).await {
+                debug!(%error, "could not send a progress notification");
+                return;
+            }
+        }
+    });
+    (reporter, forwarder)
+}
+
 fn session_header(context: &RequestContext<RoleServer>) -> Option<&http::HeaderValue> {
     context
         .extensions
@@ -686,17 +715,44 @@ impl ServerHandler for McpServer {
         self.list(session_header(&context))
     }
 
+    /// A call through rmcp: with a `progressToken`, the steps long device operations report
+    /// become `notifications/progress`; `notifications/cancelled` (or, over HTTP, the client
+    /// closing its connection) drops the call, which stops its device operation where it is —
+    /// the session keeps its device and stays usable.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(
+        let work = self.call(
             request,
             session_header(&context),
             Some(context.id.to_string()),
-        )
-        .await
-        .map(Into::into)
+        );
+        let (reporter, forwarder) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (reporter, forwarder) = progress_forwarder(context.peer.clone(), token);
+                (Some(reporter), Some(forwarder))
+            }
+            None => (None, None),
+        };
+        let work = async move {
+            match reporter {
+                Some(reporter) => paddock_devices::progress::with_progress(reporter, work).await,
+                None => work.await,
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = work => outcome,
+            () = context.ct.cancelled() => Ok(error_result(&ToolError::new(
+                ToolErrorCode::Cancelled,
+                "the call was cancelled; its device operation stopped and the session keeps its device",
+            ))),
+        };
+        // Every progress notification goes out before the answer.
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        outcome.map(Into::into)
     }
 }

@@ -168,8 +168,10 @@ pub async fn run(command: DaemonCommand, logging: &LogArgs) -> anyhow::Result<Ex
 
 async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<ExitCode> {
     let mut subsystems: Vec<std::sync::Arc<dyn paddock_daemon::Subsystem>> = Vec::new();
+    let mut boot_delay = Duration::ZERO;
     if let Some(faults) = FaultInjection::from_env(&env)? {
         tracing::warn!(?faults, "fault injection is active");
+        boot_delay = faults.device_boot_delay;
         subsystems.push(std::sync::Arc::new(faults));
     }
     let list = |name: &str| {
@@ -208,6 +210,7 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
             apps,
         },
         idle_timeout: Duration::from_secs(args.device_idle_timeout_secs),
+        boot_delay,
     };
     let config = DaemonConfig {
         env,

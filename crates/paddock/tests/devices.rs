@@ -912,3 +912,142 @@ fn a_pinned_stdio_session_keeps_its_device_across_a_reconnect() {
     })
     .unwrap();
 }
+
+/// A long swipe reports its progress over stdio, and `notifications/cancelled` stops it where
+/// it is: the answer is `[cancelled]` (not the `[not_found]` the whole swipe would end with),
+/// and the session keeps its device and goes on working.
+#[test]
+fn a_long_swipe_reports_progress_and_stops_when_cancelled() {
+    let World {
+        harness,
+        http: _http,
+        app,
+    } = world(&["--web-warm", "1"]);
+    let mut client = McpStdio::start(&harness, &[]).unwrap();
+    let acquired = client.call("getWeb", json!({})).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    let opened = client
+        .call("openLink", json!({ "url": app.url("/list") }))
+        .unwrap();
+    assert_eq!(opened["isError"], false, "{opened}");
+    client
+        .send(&json!({
+            "jsonrpc": "2.0",
+            "id": "swipe-1",
+            "method": "tools/call",
+            "params": {
+                "name": "swipeOn",
+                "arguments": { "direction": "up", "untilVisible": "Item 999", "maxSwipes": 50 },
+                "_meta": { "progressToken": "swipe-progress" }
+            }
+        }))
+        .unwrap();
+    let first = client
+        .wait_notification("notifications/progress", Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(
+        first["params"]["progressToken"], "swipe-progress",
+        "{first}"
+    );
+    assert_eq!(first["params"]["total"].as_f64(), Some(50.0), "{first}");
+    assert!(
+        first["params"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("Item 999")),
+        "{first}"
+    );
+    client
+        .send(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": { "requestId": "swipe-1", "reason": "the test changed its mind" }
+        }))
+        .unwrap();
+    // Cancelled requests get no answer (the MCP spec asks the receiver not to respond). The
+    // swipe stopped where it was: the screen holds still from one observation to the next,
+    // and no more progress arrives for it.
+    let first_look = client.call("observe", json!({ "format": "json" })).unwrap();
+    assert_eq!(first_look["isError"], false, "{first_look}");
+    std::thread::sleep(Duration::from_secs(2));
+    let second_look = client.call("observe", json!({ "format": "json" })).unwrap();
+    assert_eq!(
+        first_look["structuredContent"]["elements"], second_look["structuredContent"]["elements"],
+        "the page kept scrolling after the cancel"
+    );
+    let swipe_progress = |client: &McpStdio| {
+        client
+            .notifications
+            .iter()
+            .filter(|message| message["params"]["progressToken"] == "swipe-progress")
+            .count()
+    };
+    let seen_so_far = swipe_progress(&client);
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = client.call("listDevices", json!({})).unwrap();
+    assert_eq!(
+        swipe_progress(&client),
+        seen_so_far,
+        "{:?}",
+        client.notifications
+    );
+    assert_eq!(client.close().unwrap().code(), Some(0));
+}
+
+/// A `getWeb` that has to boot a device (none warm, and a debug delay slowing the boot) sends
+/// `notifications/progress` for each boot stage over HTTP when the call carries a
+/// `progressToken`, then its answer, on the same response stream.
+#[test]
+fn a_slow_boot_reports_its_stages_over_http() {
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    harness.set_env("PADDOCK_DEBUG_DEVICE_BOOT_DELAY_MS", "1500");
+    harness.start_detached(&["--web-warm", "0"]).unwrap();
+    let http = McpHttp::for_harness(&harness).unwrap();
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": { "name": "getWeb", "arguments": {}, "_meta": { "progressToken": 42 } }
+    });
+    let response = http.post_raw(&body.to_string()).unwrap();
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(
+        response.header("content-type"),
+        Some("text/event-stream"),
+        "{response:?}"
+    );
+    let messages: Vec<Value> = response
+        .body
+        .split("\n\n")
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("data: "))
+                .and_then(|data| serde_json::from_str(data).ok())
+        })
+        .collect();
+    let progress: Vec<&Value> = messages
+        .iter()
+        .filter(|message| message["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(
+        progress
+            .iter()
+            .map(|message| message["params"]["progress"].as_f64().unwrap_or(-1.0))
+            .collect::<Vec<_>>(),
+        [0.0, 1.0, 2.0],
+        "{messages:?}"
+    );
+    assert!(
+        progress
+            .iter()
+            .all(|message| message["params"]["progressToken"] == 42
+                && message["params"]["total"].as_f64() == Some(2.0)),
+        "{messages:?}"
+    );
+    let answer = messages.last().unwrap();
+    assert_eq!(answer["id"], 5, "{messages:?}");
+    assert!(
+        answer["result"]["structuredContent"]["sessionUuid"].is_string(),
+        "{answer}"
+    );
+}

@@ -321,6 +321,17 @@ async fn swipe(
                 )));
             }
         }
+        if query.is_some() {
+            crate::progress::report(
+                u64::from(done),
+                Some(u64::from(swipes)),
+                format!(
+                    "swipe {} of at most {swipes}, looking for `{}`",
+                    done + 1,
+                    until_visible.unwrap_or_default()
+                ),
+            );
+        }
         let before = device.eval("window.__paddock.scrollInfo()", false).await?;
         device
             .eval(
