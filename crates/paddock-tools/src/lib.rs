@@ -16,6 +16,7 @@ pub mod error;
 pub mod policy;
 pub mod protocol;
 pub mod render;
+pub mod resources;
 pub mod server;
 pub mod session;
 mod tools;

@@ -16,6 +16,9 @@ pub const SERVED_METHODS: &[&str] = &[
     "tools/call",
     "server/discover",
     "subscriptions/listen",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
 ];
 
 /// JSON-RPC's code for an unknown method.

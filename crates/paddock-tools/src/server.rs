@@ -26,8 +26,9 @@ use crate::catalog::{CatalogTool, ToolDef};
 use crate::discovery::{Layer, ProcessOptions, StartupSelection};
 use crate::error::{ToolError, ToolErrorCode};
 use crate::policy::Policy;
+use crate::resources::{ResourceRef, Resources};
 use crate::session::{IN_BAND_ARGUMENT, SESSION_HEADER, SessionKey};
-use crate::tools::{Call, Output};
+use crate::tools::{Call, Image, Output};
 
 /// Produces the daemon-specific part of `daemonInfo`.
 pub type InfoSource = Arc<dyn Fn() -> Value + Send + Sync>;
@@ -127,6 +128,8 @@ pub struct Registry {
     pub(crate) info: InfoSource,
     connections: Mutex<HashMap<u64, LiveConnection>>,
     next_connection: AtomicU64,
+    /// What the sessions' tools produced (screenshots), for `resources/list` and `read`.
+    pub(crate) resources: Resources,
     /// Set at shutdown: every `subscriptions/listen` stream ends with its final result.
     closing: tokio::sync::watch::Sender<bool>,
 }
@@ -150,6 +153,7 @@ impl Registry {
             info: config.info,
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
+            resources: Resources::default(),
             closing: tokio::sync::watch::Sender::new(false),
         })
     }
@@ -564,12 +568,18 @@ impl McpServer {
             }) => {
                 audit(Outcome::Ok, operation);
                 let mut content = vec![ContentBlock::text(text)];
-                if let Some(jpeg) = image {
-                    use base64::Engine as _;
-                    content.push(ContentBlock::image(
-                        base64::engine::general_purpose::STANDARD.encode(jpeg),
-                        "image/jpeg",
-                    ));
+                match image {
+                    Some(Image::Inline(jpeg)) => {
+                        use base64::Engine as _;
+                        content.push(ContentBlock::image(
+                            base64::engine::general_purpose::STANDARD.encode(jpeg),
+                            "image/jpeg",
+                        ));
+                    }
+                    Some(Image::Link(reference)) => {
+                        content.push(ContentBlock::resource_link(resource_of(&reference)));
+                    }
+                    None => {}
                 }
                 let mut result = CallToolResult::success(content);
                 result.structured_content = structured;
@@ -615,6 +625,13 @@ fn progress_forwarder(
         }
     });
     (reporter, forwarder)
+}
+
+/// The MCP description of a stored resource.
+fn resource_of(reference: &ResourceRef) -> rmcp::model::Resource {
+    rmcp::model::Resource::new(&reference.uri, &reference.name)
+        .with_mime_type(reference.mime_type)
+        .with_size(reference.size)
 }
 
 fn session_header(context: &RequestContext<RoleServer>) -> Option<&http::HeaderValue> {
@@ -663,6 +680,7 @@ impl ServerHandler for McpServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
@@ -694,6 +712,64 @@ impl ServerHandler for McpServer {
             tools.list_changed = None;
         }
         Ok(result)
+    }
+
+    /// The caller's session's resources (screenshots it took), a page at a time.
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let session = self
+            .request_session(session_header(&context), None)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let Some(session) = session else {
+            return Ok(rmcp::model::ListResourcesResult::with_all_items(Vec::new()));
+        };
+        let cursor = request
+            .as_ref()
+            .and_then(|request| request.cursor.as_deref());
+        let (page, next) = self
+            .registry
+            .resources
+            .list(&session, cursor)
+            .map_err(|problem| ErrorData::invalid_params(problem, None))?;
+        let mut result = rmcp::model::ListResourcesResult::with_all_items(
+            page.iter().map(resource_of).collect(),
+        );
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    /// One of the caller's session's resources; any other URI (another session's included)
+    /// is "not found".
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let session = self
+            .request_session(session_header(&context), None)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let found =
+            session.and_then(|session| self.registry.resources.read(&session, &request.uri));
+        let Some((reference, data)) = found else {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource `{}` in this session (resources are kept {} min, and only for the session that made them)",
+                    request.uri,
+                    crate::resources::KEEP_FOR.as_secs() / 60
+                ),
+                None,
+            ));
+        };
+        use base64::Engine as _;
+        let contents = rmcp::model::ResourceContents::blob(
+            base64::engine::general_purpose::STANDARD.encode(data.as_slice()),
+            reference.uri,
+        )
+        .with_mime_type(reference.mime_type);
+        Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
     }
 
     fn accepted_subscription_filter(

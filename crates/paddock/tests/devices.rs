@@ -1051,3 +1051,63 @@ fn a_slow_boot_reports_its_stages_over_http() {
         "{answer}"
     );
 }
+
+/// Screenshots are the session's resources: `imageAs: link` answers with a `resource_link`
+/// (for clients with image or token limits), `resources/list` pages the session's own, and
+/// `resources/read` returns the JPEG — to that session only; another session's URI is "not
+/// found".
+#[test]
+fn screenshots_are_resources_only_their_session_reads() {
+    let World {
+        harness: _harness,
+        http,
+        app: _app,
+    } = world(&["--web-warm", "2"]);
+    let mine = acquire(&http, "shooter", json!({}));
+    let other = acquire(&http, "bystander", json!({}));
+    let linked = mine
+        .call("screenshot", json!({ "imageAs": "link", "width": 200 }))
+        .unwrap();
+    assert_eq!(linked["isError"], false, "{linked}");
+    let link = &linked["content"][1];
+    assert_eq!(link["type"], "resource_link", "{linked}");
+    assert_eq!(link["mimeType"], "image/jpeg", "{linked}");
+    let uri = link["uri"].as_str().unwrap().to_owned();
+    assert!(
+        uri.starts_with("paddock://session/shooter/screenshot/") && uri.ends_with(".jpg"),
+        "{uri}"
+    );
+    // An inline screenshot (observe's) is kept as a resource too.
+    let observed = mine.call("observe", json!({ "screenshot": true })).unwrap();
+    assert_eq!(observed["content"][1]["type"], "image", "{observed}");
+    let listed = mine.rpc("resources/list", json!({})).unwrap();
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|resource| resource["uri"].as_str())
+        .collect();
+    assert_eq!(uris.len(), 2, "{listed}");
+    assert_eq!(uris[0], uri, "{listed}");
+    let read = mine.rpc("resources/read", json!({ "uri": uri })).unwrap();
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "image/jpeg", "{read}");
+    use base64::Engine as _;
+    let jpeg = base64::engine::general_purpose::STANDARD
+        .decode(contents["blob"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(&jpeg[..2], &[0xFF, 0xD8], "a JPEG");
+    assert_eq!(Some(jpeg.len() as u64), link["size"].as_u64());
+    // Another session neither lists nor reads it.
+    let theirs = other.rpc("resources/list", json!({})).unwrap();
+    assert_eq!(theirs["result"]["resources"], json!([]), "{theirs}");
+    let stolen = other.rpc("resources/read", json!({ "uri": uri })).unwrap();
+    assert_eq!(stolen["error"]["code"], -32002, "{stolen}");
+    let nowhere = mine
+        .rpc(
+            "resources/read",
+            json!({ "uri": "paddock://session/shooter/screenshot/999.jpg" }),
+        )
+        .unwrap();
+    assert_eq!(nowhere["error"]["code"], -32002, "{nowhere}");
+}

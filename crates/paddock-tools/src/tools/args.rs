@@ -64,6 +64,12 @@ impl Profile {
     }
 }
 
+wire_enum! {
+    /// How a tool returns an image: inline (base64 image content) or as a `resource_link` to
+    /// the session's resource holding it (read with `resources/read`).
+    ImageAs { Inline, Link }
+}
+
 /// No arguments at all.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::error::{ToolError, ToolErrorCode};
 use crate::render::{observation_json, observation_text};
 use crate::session::SessionKey;
-use crate::tools::{Call, Output};
+use crate::tools::args::ImageAs;
+use crate::tools::{Call, Image, Output};
 
 /// How long an action waits for the UI to settle before observing anyway.
 pub(super) const SETTLE: Duration = Duration::from_secs(3);
@@ -83,15 +84,41 @@ pub(super) fn session_device(call: &Call<'_>) -> Result<Arc<dyn Device>, ToolErr
     Ok(device)
 }
 
+/// Keeps `jpeg` as the session's next screenshot resource, and returns it the way `image_as`
+/// asks (inline by default). Every screenshot becomes a resource, inline or not, so a client
+/// can fetch it again with `resources/read`.
+pub(super) fn publish_jpeg(call: &Call<'_>, jpeg: Vec<u8>, image_as: Option<ImageAs>) -> Image {
+    let Some(session) = &call.session else {
+        return Image::Inline(jpeg);
+    };
+    match image_as {
+        Some(ImageAs::Link) => Image::Link(call.registry.resources.put(
+            session,
+            "screenshot",
+            "jpg",
+            "image/jpeg",
+            jpeg,
+        )),
+        None | Some(ImageAs::Inline) => {
+            call.registry
+                .resources
+                .put(session, "screenshot", "jpg", "image/jpeg", jpeg.clone());
+            Image::Inline(jpeg)
+        }
+    }
+}
+
 pub(super) fn observation_output(
+    call: &Call<'_>,
     observation: &Observation,
     detail: Option<String>,
     json_format: bool,
+    image_as: Option<ImageAs>,
 ) -> Output {
     let image = observation
         .screenshot
         .as_ref()
-        .map(|shot| shot.jpeg.clone());
+        .map(|shot| publish_jpeg(call, shot.jpeg.clone(), image_as));
     if json_format {
         let mut value = observation_json(observation);
         if let Some(detail) = detail {
@@ -121,8 +148,10 @@ pub(super) async fn act(call: &Call<'_>, action: Action) -> Result<Output, ToolE
     let device = session_device(call)?;
     let outcome = bounded(device.act(action, SETTLE, ObserveOptions::default())).await?;
     Ok(observation_output(
+        call,
         &outcome.observation,
         outcome.detail,
         false,
+        None,
     ))
 }

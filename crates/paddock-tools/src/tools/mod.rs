@@ -155,12 +155,19 @@ pub(crate) struct Call<'a> {
 pub(crate) enum Output {
     /// Structured JSON, mirrored as text.
     Json(Value),
-    /// Text for a model, an optional JPEG, and optional structured data.
+    /// Text for a model, an optional image, and optional structured data.
     Rich {
         text: String,
-        image: Option<Vec<u8>>,
+        image: Option<Image>,
         structured: Option<Value>,
     },
+}
+
+/// An image in a tool's answer: inline (base64 `image` content) or a link to the resource
+/// holding it (`resource_link` content), as the call's `imageAs` asked.
+pub(crate) enum Image {
+    Inline(Vec<u8>),
+    Link(crate::resources::ResourceRef),
 }
 
 impl Output {

@@ -6,9 +6,9 @@ use serde::Deserialize;
 
 use crate::catalog::{Hints, ToolDef};
 use crate::error::ToolError;
-use crate::tools::args::{Bounded, wire_enum};
-use crate::tools::device::{WEB, bounded, observation_output, session_device};
-use crate::tools::{Call, Output, Tool};
+use crate::tools::args::{Bounded, ImageAs, wire_enum};
+use crate::tools::device::{WEB, bounded, observation_output, publish_jpeg, session_device};
+use crate::tools::{Call, Image, Output, Tool};
 
 const DEFAULT_OBSERVE_SCREENSHOT_WIDTH: u32 = 360;
 const OBSERVE_SCREENSHOT_QUALITY: u8 = 60;
@@ -32,6 +32,10 @@ pub(crate) struct ObserveArgs {
     screenshot_width: Option<Bounded<64, 2048>>,
     /// Default `text`.
     format: Option<Format>,
+    /// With a screenshot: `inline` (default) returns the JPEG in the answer, `link` a
+    /// `resource_link` to it (fetch it with `resources/read`), for clients with image or token
+    /// limits.
+    image_as: Option<ImageAs>,
 }
 
 #[derive(Debug)]
@@ -59,9 +63,11 @@ impl Tool for Observe {
         };
         let observation = bounded(device.observe(options)).await?;
         Ok(observation_output(
+            &call,
             &observation,
             None,
             args.format == Some(Format::Json),
+            args.image_as,
         ))
     }
 }
@@ -73,6 +79,10 @@ pub(crate) struct ScreenshotArgs {
     width: Option<Bounded<64, 4096>>,
     /// JPEG quality (default 70).
     quality: Option<Bounded<1, 100>>,
+    /// `inline` (default) returns the JPEG in the answer, `link` a `resource_link` to it
+    /// (fetch it with `resources/read`).
+    #[serde(rename = "imageAs")]
+    image_as: Option<ImageAs>,
 }
 
 #[derive(Debug)]
@@ -84,7 +94,7 @@ impl Tool for Screenshot {
     const DEF: ToolDef = ToolDef::new(
         "screenshot",
         "Take a screenshot",
-        "Returns a JPEG of the screen.",
+        "Returns a JPEG of the screen, inline or, with `imageAs: link`, as a `resource_link` to the session's screenshot resource (read it with resources/read).",
         Hints::READ,
     )
     .on_device(WEB);
@@ -97,9 +107,17 @@ impl Tool for Screenshot {
         // `Bounded<1, 100>` keeps the quality inside a byte.
         let quality = u8::try_from(quality).unwrap_or(u8::MAX);
         let shot = bounded(device.screenshot(args.width.map(Bounded::get), quality)).await?;
+        let image = publish_jpeg(&call, shot.jpeg, args.image_as);
+        let text = match &image {
+            Image::Link(reference) => format!(
+                "screenshot {}x{} JPEG at {}",
+                shot.width, shot.height, reference.uri
+            ),
+            Image::Inline(_) => format!("screenshot {}x{} JPEG", shot.width, shot.height),
+        };
         Ok(Output::Rich {
-            text: format!("screenshot {}x{} JPEG", shot.width, shot.height),
-            image: Some(shot.jpeg),
+            text,
+            image: Some(image),
             structured: None,
         })
     }
