@@ -149,8 +149,40 @@ impl McpHost {
                 }
             },
         };
+        let version = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|value| value.to_str().ok());
+        if let Some(version) = version
+            && !HTTP_PROTOCOL_VERSIONS.contains(&version)
+            && KNOWN_OLDER_VERSIONS.contains(&version)
+        {
+            // A revision this endpoint does not serve in full (2025-03-26 requires batches,
+            // 2024-11-05 had the older HTTP+SSE transport): 400, as the protocol asks.
+            return json_rpc_error(
+                StatusCode::BAD_REQUEST,
+                protocol::INVALID_REQUEST,
+                &format!(
+                    "Bad Request: unsupported MCP-Protocol-Version `{version}`; this server speaks {}",
+                    HTTP_PROTOCOL_VERSIONS.join(", ")
+                ),
+            );
+        }
         if let Some(refusal) = protocol::check_request(&message) {
-            return json_response(StatusCode::OK, &refusal.response(message.get("id")));
+            // From 2026-07-28 an unknown method over HTTP is also a 404 (SEP-2575).
+            let stateless = version == Some("2026-07-28")
+                || message
+                    .get("params")
+                    .and_then(|params| params.get("_meta"))
+                    .and_then(|meta| meta.get("io.modelcontextprotocol/protocolVersion"))
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|version| version >= "2026-07-28");
+            let status = if stateless && refusal.code == protocol::METHOD_NOT_FOUND {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::OK
+            };
+            return json_response(status, &refusal.response(message.get("id")));
         }
         if let Some(answer) = self.try_fast(&parts.headers, message).await {
             return answer;
@@ -332,6 +364,11 @@ fn lock_sessions(
 ) -> std::sync::MutexGuard<'_, HashMap<SessionKey, SocketSession>> {
     sessions.lock().unwrap_or_else(|poison| poison.into_inner())
 }
+
+/// The protocol revisions `/mcp` serves (as `paddock_tools::server` negotiates them).
+const HTTP_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18"];
+/// Older revisions a client may still name, which this endpoint refuses.
+const KNOWN_OLDER_VERSIONS: &[&str] = &["2025-03-26", "2024-11-05"];
 
 /// A JSON-RPC answer, serialised straight to bytes.
 #[derive(serde::Serialize)]

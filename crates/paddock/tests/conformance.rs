@@ -51,16 +51,16 @@ macro_rules! expected_failures {
 /// check of that scenario at every wire it runs at, `scenario#check => reason` only the
 /// failures of that check.
 const EXPECTED_FAILURES: &[(&str, &str)] = expected_failures! {
-    // Server features Paddock does not advertise (its only capability is `tools`).
+    // Server features Paddock does not have (it advertises `tools` and `resources`), and
+    // resource scenarios that read the suite's own fixture resources.
     "logging-set-level" => "logging/setLevel: Paddock does not advertise logging",
     "tools-call-with-logging" => "logging/setLevel: Paddock does not advertise logging",
     "completion-complete" => "completion/complete: Paddock does not advertise completions",
-    "resources-list" => "resources/list: Paddock does not advertise resources",
-    "resources-read-text" => "resources/read: Paddock does not advertise resources",
-    "resources-read-binary" => "resources/read: Paddock does not advertise resources",
-    "resources-templates-read" => "resources/read: Paddock does not advertise resources",
-    "resources-subscribe" => "resources/subscribe: Paddock does not advertise resources",
-    "resources-unsubscribe" => "resources/subscribe: Paddock does not advertise resources",
+    "resources-read-text" => "reads the suite's fixture resource; Paddock's resources are its sessions' screenshots",
+    "resources-read-binary" => "reads the suite's fixture resource; Paddock's resources are its sessions' screenshots",
+    "resources-templates-read" => "reads the suite's fixture resource template; Paddock has no templates",
+    "resources-subscribe" => "resources/subscribe: Paddock does not offer resource subscriptions (screenshots never change)",
+    "resources-unsubscribe" => "resources/unsubscribe: Paddock does not offer resource subscriptions",
     "prompts-list" => "prompts/list: Paddock does not advertise prompts",
     "prompts-get-simple" => "prompts/get: Paddock does not advertise prompts",
     "prompts-get-with-args" => "prompts/get: Paddock does not advertise prompts",
@@ -68,8 +68,6 @@ const EXPECTED_FAILURES: &[(&str, &str)] = expected_failures! {
     "prompts-get-with-image" => "prompts/get: Paddock does not advertise prompts",
     "input-required-result-non-tool-request" => "prompts/get: Paddock does not advertise prompts",
     "caching#sep-2549-prompts-list-caching-hints" => "prompts/list: no prompts advertised",
-    "caching#sep-2549-resources-list-caching-hints" => "resources/list: no resources advertised",
-    "caching#sep-2549-resources-templates-list-caching-hints" => "resources/templates/list: no resources advertised",
     // The suite's own fixture tools (its "everything server"), which a real server does not have.
     "tools-call-simple-text" => "calls the suite's fixture tool test_simple_text",
     "tools-call-image" => "calls the suite's fixture tool test_image_content",
@@ -109,10 +107,6 @@ const EXPECTED_FAILURES: &[(&str, &str)] = expected_failures! {
     "tasks-required-task-error" => "tasks extension: not implemented",
     "tasks-mrtr-composition" => "tasks extension: not implemented",
     // Paddock bugs.
-    "server-stateless#sep-2575-http-server-method-not-found-404" => "BUG: at 2026-07-28 an unknown method is HTTP 200, not 404 (initialize and ping are 404)",
-    "server-stateless#sep-2575-http-server-method-not-found-404-logging-setlevel" => "BUG: at 2026-07-28 logging/setLevel (removed) is HTTP 200, not 404",
-    "server-stateless#sep-2575-http-server-method-not-found-404-resources-subscribe" => "BUG: at 2026-07-28 resources/subscribe (removed) is HTTP 200, not 404",
-    "server-stateless#sep-2575-http-server-method-not-found-404-resources-unsubscribe" => "BUG: at 2026-07-28 resources/unsubscribe (removed) is HTTP 200, not 404",
 };
 
 fn repo() -> PathBuf {

@@ -969,3 +969,40 @@ fn an_http_listener_hears_that_the_tool_list_changed() {
         "{seen}"
     );
 }
+
+#[test]
+fn http_refuses_protocol_versions_it_does_not_serve_and_404s_unknown_methods_at_2026_07_28() {
+    let (_harness, http) = started(&[]);
+    for version in ["2025-03-26", "2024-11-05"] {
+        let response = RawRequest::new("POST", "/mcp")
+            .bearer(&http.token)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", version)
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+            .send(http.port)
+            .unwrap();
+        assert_eq!(response.status, 400, "{version}: {response:?}");
+        assert!(response.body.contains("2025-06-18"), "{response:?}");
+    }
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "logging/setLevel",
+        "params": { "level": "info", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        } }
+    });
+    let response = RawRequest::new("POST", "/mcp")
+        .bearer(&http.token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "logging/setLevel")
+        .body(body.to_string())
+        .send(http.port)
+        .unwrap();
+    assert_eq!(response.status, 404, "{response:?}");
+    assert_eq!(response.json().unwrap()["error"]["code"], -32601);
+}
