@@ -10,6 +10,7 @@ mod agents_host;
 mod daemon;
 mod devices;
 mod ingress;
+mod listen;
 mod mcp;
 mod mcp_client;
 mod pii;
