@@ -168,6 +168,29 @@ impl McpHost {
                 ),
             );
         }
+        if message.get("method").and_then(serde_json::Value::as_str)
+            == Some("notifications/cancelled")
+            && message.get("id").is_none()
+        {
+            // Stateless HTTP before 2026-07-28: the cancel arrives as its own POST, which only
+            // the session header and the request id tie to the call.
+            let request_id = message
+                .get("params")
+                .and_then(|params| params.get("requestId"))
+                .map(|id| match id {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                });
+            if let Some(request_id) = request_id {
+                let session = parts
+                    .headers
+                    .get(paddock_tools::session::SESSION_HEADER)
+                    .and_then(|value| value.to_str().ok());
+                let stopped = self.registry.cancel_http_call(session, &request_id);
+                debug!(%request_id, stopped, "HTTP notifications/cancelled");
+            }
+            return StatusCode::ACCEPTED.into_response();
+        }
         if let Some(refusal) = protocol::check_request(&message) {
             // From 2026-07-28 an unknown method over HTTP is also a 404 (SEP-2575).
             let stateless = version == Some("2026-07-28")
@@ -248,7 +271,7 @@ impl McpHost {
                 other => other.to_string(),
             };
             server
-                .call(request, session, Some(request_id))
+                .call_http(request, session, request_id)
                 .await
                 .map(|result| legacy(rmcp::model::ServerResult::CallToolResult(result)))
         } else {

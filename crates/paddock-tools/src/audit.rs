@@ -12,6 +12,8 @@ pub enum Outcome {
     Ok,
     Error,
     Denied,
+    /// The caller cancelled the call while it ran.
+    Cancelled,
 }
 
 /// The caller, as far as an audit line may say.

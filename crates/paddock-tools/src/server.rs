@@ -112,6 +112,21 @@ enum Notifier {
     Subscription(SubscriptionSink),
 }
 
+/// An HTTP call in flight: its session header and its JSON-RPC request id.
+type InflightKey = (Option<String>, String);
+
+/// Removes an in-flight HTTP call from the registry when the call ends, however it ends.
+struct Inflight<'a> {
+    registry: &'a Registry,
+    key: InflightKey,
+}
+
+impl Drop for Inflight<'_> {
+    fn drop(&mut self) {
+        self.registry.lock_inflight().remove(&self.key);
+    }
+}
+
 struct LiveConnection {
     ctx: ToolCtx,
     notifier: Notifier,
@@ -130,6 +145,10 @@ pub struct Registry {
     next_connection: AtomicU64,
     /// What the sessions' tools produced (screenshots), for `resources/list` and `read`.
     pub(crate) resources: Resources,
+    /// HTTP calls in flight, by session header and request id, so that a
+    /// `notifications/cancelled` POSTed on its own (stateless HTTP before 2026-07-28, where
+    /// nothing else ties it to the call) can stop one.
+    inflight: Mutex<HashMap<InflightKey, Arc<tokio::sync::Notify>>>,
     /// Set at shutdown: every `subscriptions/listen` stream ends with its final result.
     closing: tokio::sync::watch::Sender<bool>,
 }
@@ -154,8 +173,31 @@ impl Registry {
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
             resources: Resources::default(),
+            inflight: Mutex::new(HashMap::new()),
             closing: tokio::sync::watch::Sender::new(false),
         })
+    }
+
+    /// Stops the HTTP call `request_id` made with session header `session` (`None` without
+    /// one), as a `notifications/cancelled` asks; false when no such call runs.
+    pub fn cancel_http_call(&self, session: Option<&str>, request_id: &str) -> bool {
+        let key = (session.map(str::to_owned), request_id.to_owned());
+        match self.lock_inflight().get(&key) {
+            Some(cancel) => {
+                // A stored permit: the call sees it even if it has not started waiting.
+                cancel.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lock_inflight(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<InflightKey, Arc<tokio::sync::Notify>>> {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Ends every `subscriptions/listen` stream gracefully (each gets its final result), so
@@ -314,6 +356,9 @@ impl Registry {
             if now != connection.advertised {
                 connection.advertised = now;
                 match &connection.notifier {
+                    // From 2026-07-28 a connection has no `initialize` (so no peer info), and a
+                    // list change goes out only on a `subscriptions/listen` the client opened.
+                    Notifier::Peer(peer) if peer.peer_info().is_none() => {}
                     Notifier::Peer(peer) => {
                         let peer = peer.clone();
                         tokio::spawn(async move {
@@ -467,6 +512,55 @@ impl McpServer {
             connection.advertised = tools.iter().map(|tool| tool.name.to_string()).collect();
         }
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// `tools/call` over HTTP: [`McpServer::call`], stopped early when a separate
+    /// `notifications/cancelled` names `request_id` with the same session header
+    /// ([`Registry::cancel_http_call`]). A stopped call answers `[cancelled]` and is audited so.
+    pub async fn call_http(
+        &self,
+        request: CallToolRequestParams,
+        header: Option<&http::HeaderValue>,
+        request_id: String,
+    ) -> Result<CallToolResult, ErrorData> {
+        let key = (
+            header
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
+            request_id.clone(),
+        );
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        self.registry
+            .lock_inflight()
+            .insert(key.clone(), cancel.clone());
+        let _inflight = Inflight {
+            registry: &self.registry,
+            key,
+        };
+        let name = request.name.to_string();
+        let started = Instant::now();
+        tokio::select! {
+            outcome = self.call(request, header, Some(request_id.clone())) => outcome,
+            () = cancel.notified() => Ok(self.cancelled(&name, started, request_id)),
+        }
+    }
+
+    /// The answer and audit line of a call the caller cancelled.
+    fn cancelled(&self, tool: &str, started: Instant, request_id: String) -> CallToolResult {
+        self.registry.record(
+            &self.ctx,
+            AuditCall {
+                tool,
+                operation: None,
+                outcome: Outcome::Cancelled,
+                started,
+                request_id: Some(request_id),
+            },
+        );
+        error_result(&ToolError::new(
+            ToolErrorCode::Cancelled,
+            "the call was cancelled; its device operation stopped and the session keeps its device",
+        ))
     }
 
     /// `tools/call` for this caller; `header` is the HTTP session header, if any.
@@ -800,11 +894,17 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let work = self.call(
-            request,
-            session_header(&context),
-            Some(context.id.to_string()),
-        );
+        let name = request.name.to_string();
+        let started = Instant::now();
+        let request_id = context.id.to_string();
+        let header = session_header(&context);
+        let work = async {
+            if self.connection.is_none() {
+                self.call_http(request, header, request_id.clone()).await
+            } else {
+                self.call(request, header, Some(request_id.clone())).await
+            }
+        };
         let (reporter, forwarder) = match context.meta.get_progress_token() {
             Some(token) => {
                 let (reporter, forwarder) = progress_forwarder(context.peer.clone(), token);
@@ -820,10 +920,7 @@ impl ServerHandler for McpServer {
         };
         let outcome = tokio::select! {
             outcome = work => outcome,
-            () = context.ct.cancelled() => Ok(error_result(&ToolError::new(
-                ToolErrorCode::Cancelled,
-                "the call was cancelled; its device operation stopped and the session keeps its device",
-            ))),
+            () = context.ct.cancelled() => Ok(self.cancelled(&name, started, request_id.clone())),
         };
         // Every progress notification goes out before the answer.
         if let Some(forwarder) = forwarder {

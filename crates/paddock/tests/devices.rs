@@ -1111,3 +1111,75 @@ fn screenshots_are_resources_only_their_session_reads() {
         .unwrap();
     assert_eq!(nowhere["error"]["code"], -32002, "{nowhere}");
 }
+
+/// Stateless HTTP before 2026-07-28: the cancel is a POST of its own, tied to the call only by
+/// the session header and the request id. It stops the running swipe — the call's stream ends
+/// with `[cancelled]`, not the `[not_found]` of a swipe run to its end — and the audit line says
+/// `cancelled`.
+#[test]
+fn a_separately_posted_cancel_stops_an_http_call() {
+    let World { harness, http, app } = world(&["--web-warm", "1"]);
+    let session = acquire(&http, "canceller", json!({}));
+    let opened = session
+        .call("openLink", json!({ "url": app.url("/list") }))
+        .unwrap();
+    assert_eq!(opened["isError"], false, "{opened}");
+    let call = json!({
+        "jsonrpc": "2.0",
+        "id": "long-swipe",
+        "method": "tools/call",
+        "params": {
+            "name": "swipeOn",
+            "arguments": { "direction": "up", "untilVisible": "Item 999", "maxSwipes": 50 },
+            "_meta": { "progressToken": "p" }
+        }
+    });
+    let mut stream = paddock_testkit::RawRequest::new("POST", "/mcp")
+        .bearer(&http.token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("x-paddock-session-id", "canceller")
+        .body(call.to_string())
+        .open(http.port, Duration::from_secs(60))
+        .unwrap();
+    let mut seen = String::new();
+    let mut buffer = [0u8; 4096];
+    use std::io::Read as _;
+    while !seen.contains("notifications/progress") {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(read > 0, "the stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
+    }
+    let cancel = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": "long-swipe", "reason": "changed my mind" }
+    });
+    let accepted = session.post_raw(&cancel.to_string()).unwrap();
+    assert_eq!(accepted.status, 202, "{accepted:?}");
+    let _ = stream.read_to_string(&mut seen);
+    let answer = seen
+        .split("\n\n")
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("data: "))
+                .and_then(|data| serde_json::from_str::<Value>(data).ok())
+        })
+        .find(|message| message["id"] == "long-swipe")
+        .unwrap_or_else(|| panic!("no answer: {seen}"));
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("[cancelled]"), "{answer}");
+    // The session goes on working.
+    assert!(has(&observe(&session), "heading", "Items"));
+    let log = std::fs::read_to_string(harness.paths().state_dir.join("logs/daemon.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|line| line.contains(r#""toolName":"swipeOn""#)
+                && line.contains(r#""outcome":"cancelled""#)),
+        "{log}"
+    );
+}

@@ -65,8 +65,10 @@ pub(crate) fn output_schema<T: JsonSchema>() -> Map<String, Value> {
     schema
 }
 
-/// Unwraps the doc-comment lines of every description in `schema`.
+/// Unwraps the doc-comment lines of every description in `schema`, and drops schemars' `format`
+/// annotations (`uint`, `double`: not JSON Schema formats; validators warn about them).
 fn unwrap_descriptions(schema: &mut Map<String, Value>) {
+    schema.remove("format");
     for (key, value) in schema.iter_mut() {
         match value {
             Value::String(text) if key == "description" => *text = unwrap_lines(text),
