@@ -444,3 +444,26 @@ fn typescript_sdk_meets_every_feature_over_paddock_mcp() {
 fn node_features_client() -> PathBuf {
     node_client().with_file_name("features_check.mjs")
 }
+
+/// A one-shot stdio client through the Python SDK — a new `paddock mcp --session-id` process
+/// per call — keeps its device from one process to the next within the grace period.
+#[test]
+fn python_sdk_one_shot_stdio_calls_keep_their_device() {
+    let harness = DaemonHarness::new(BIN).unwrap();
+    harness.start_detached(&["--web-warm", "1"]).unwrap();
+    let mut command = Command::new(python());
+    command
+        .arg(repo().join("tests/clients/python/reconnect_check.py"))
+        .args([BIN, "one-shot-python"]);
+    let report = run_client(&harness, command);
+    assert_eq!(report["acquireError"], false, "{report}");
+    assert_eq!(report["observeError"], false, "{report}");
+    assert!(
+        report["observeText"]
+            .as_str()
+            .is_some_and(|text| text.contains("about:blank")),
+        "{report}"
+    );
+    let device = report["acquiredDevice"].as_str().unwrap();
+    assert_eq!(report["boundDevices"], json!([device]), "{report}");
+}
