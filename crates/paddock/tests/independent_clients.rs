@@ -371,12 +371,9 @@ fn assert_features_run(report: &Value, version: &str, changes: ListChanges) {
             assert_eq!(listen["setToolEnabledIsError"], false, "{context}");
             assert_eq!(listen["toolsListChanged"], true, "{context}");
             assert_eq!(listen["clipboardListed"], true, "{context}");
-            // Over HTTP nothing can arrive outside the listen stream. (Over stdio at 2026-07-28
-            // the daemon also sends the connection an unstamped `notifications/tools/list_changed`,
-            // which that version delivers only on a listen stream: not asserted, see the report.)
-            if run["sessionId"].is_string() {
-                assert_eq!(run["toolsListChangedOutsideListen"], 0, "{context}");
-            }
+            // At 2026-07-28 a list change is delivered only on a listen stream the client
+            // opened, over HTTP and over stdio alike.
+            assert_eq!(run["toolsListChangedOutsideListen"], 0, "{context}");
         }
     }
 }
