@@ -401,4 +401,14 @@ fn control_socket_refuses_other_users() {
     let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(answer["error"]["code"], "forbidden", "{answer}");
     assert!(answer.get("result").is_none());
+    // Close the path again: the owner's own client refuses a socket directory others can
+    // enter, so without this the harness could not stop the daemon and it would outlive the
+    // test.
+    std::fs::set_permissions(
+        socket.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let stopped = harness.run(["daemon", "stop"]).unwrap();
+    assert_eq!(stopped.code(), Some(0), "{stopped}");
 }
