@@ -153,18 +153,26 @@ impl McpHost {
             .headers
             .get("mcp-protocol-version")
             .and_then(|value| value.to_str().ok());
+        // A revision rmcp knows but this endpoint does not serve in full (2025-03-26 requires
+        // batches, 2024-11-05 had the older HTTP+SSE transport) is refused; an unknown one is
+        // rmcp's to refuse.
+        let names = |versions: &[rmcp::model::ProtocolVersion], version: &str| {
+            versions.iter().any(|known| known.as_str() == version)
+        };
         if let Some(version) = version
-            && !HTTP_PROTOCOL_VERSIONS.contains(&version)
-            && KNOWN_OLDER_VERSIONS.contains(&version)
+            && !names(paddock_tools::server::HTTP_VERSIONS, version)
+            && names(rmcp::model::ProtocolVersion::KNOWN_VERSIONS, version)
         {
-            // A revision this endpoint does not serve in full (2025-03-26 requires batches,
-            // 2024-11-05 had the older HTTP+SSE transport): 400, as the protocol asks.
             return json_rpc_error(
                 StatusCode::BAD_REQUEST,
                 protocol::INVALID_REQUEST,
                 &format!(
                     "Bad Request: unsupported MCP-Protocol-Version `{version}`; this server speaks {}",
-                    HTTP_PROTOCOL_VERSIONS.join(", ")
+                    paddock_tools::server::HTTP_VERSIONS
+                        .iter()
+                        .map(rmcp::model::ProtocolVersion::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         }
@@ -387,11 +395,6 @@ fn lock_sessions(
 ) -> std::sync::MutexGuard<'_, HashMap<SessionKey, SocketSession>> {
     sessions.lock().unwrap_or_else(|poison| poison.into_inner())
 }
-
-/// The protocol revisions `/mcp` serves (as `paddock_tools::server` negotiates them).
-const HTTP_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18"];
-/// Older revisions a client may still name, which this endpoint refuses.
-const KNOWN_OLDER_VERSIONS: &[&str] = &["2025-03-26", "2024-11-05"];
 
 /// A JSON-RPC answer, serialised straight to bytes.
 #[derive(serde::Serialize)]

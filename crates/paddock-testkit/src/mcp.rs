@@ -281,3 +281,16 @@ impl Drop for McpStdio {
         }
     }
 }
+
+/// The JSON-RPC messages in an SSE body (each event's `data:` line), in order; an event that is
+/// not JSON (a keep-alive, a cut-off tail) is skipped.
+pub fn sse_messages(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("data: "))
+                .and_then(|data| serde_json::from_str(data).ok())
+        })
+        .collect()
+}

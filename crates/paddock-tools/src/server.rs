@@ -98,7 +98,7 @@ const STDIO_VERSIONS: &[ProtocolVersion] = &[
 
 /// The protocol versions served over HTTP: Streamable HTTP without batches (2025-06-18 on;
 /// 2024-11-05 had the older HTTP+SSE transport, and 2025-03-26 requires batches).
-const HTTP_VERSIONS: &[ProtocolVersion] = &[
+pub const HTTP_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2026_07_28,
     ProtocolVersion::V_2025_11_25,
     ProtocolVersion::V_2025_06_18,

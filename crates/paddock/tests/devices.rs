@@ -1015,16 +1015,7 @@ fn a_slow_boot_reports_its_stages_over_http() {
         Some("text/event-stream"),
         "{response:?}"
     );
-    let messages: Vec<Value> = response
-        .body
-        .split("\n\n")
-        .filter_map(|event| {
-            event
-                .lines()
-                .find_map(|line| line.strip_prefix("data: "))
-                .and_then(|data| serde_json::from_str(data).ok())
-        })
-        .collect();
+    let messages = paddock_testkit::mcp::sse_messages(&response.body);
     let progress: Vec<&Value> = messages
         .iter()
         .filter(|message| message["method"] == "notifications/progress")
@@ -1159,14 +1150,8 @@ fn a_separately_posted_cancel_stops_an_http_call() {
     let accepted = session.post_raw(&cancel.to_string()).unwrap();
     assert_eq!(accepted.status, 202, "{accepted:?}");
     let _ = stream.read_to_string(&mut seen);
-    let answer = seen
-        .split("\n\n")
-        .filter_map(|event| {
-            event
-                .lines()
-                .find_map(|line| line.strip_prefix("data: "))
-                .and_then(|data| serde_json::from_str::<Value>(data).ok())
-        })
+    let answer = paddock_testkit::mcp::sse_messages(&seen)
+        .into_iter()
         .find(|message| message["id"] == "long-swipe")
         .unwrap_or_else(|| panic!("no answer: {seen}"));
     let text = answer["result"]["content"][0]["text"]

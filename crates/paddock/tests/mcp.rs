@@ -881,14 +881,8 @@ fn read_event(stream: &mut std::net::TcpStream, seen: &mut String, method: &str)
     use std::io::Read as _;
     let mut buffer = [0u8; 4096];
     loop {
-        if let Some(found) = seen
-            .split("\n\n")
-            .filter_map(|event| {
-                event
-                    .lines()
-                    .find_map(|line| line.strip_prefix("data: "))
-                    .and_then(|data| serde_json::from_str::<Value>(data).ok())
-            })
+        if let Some(found) = paddock_testkit::mcp::sse_messages(seen)
+            .into_iter()
             .find(|message| message["method"] == method)
         {
             return found;
