@@ -395,6 +395,7 @@ impl WebDevice {
                 .lock()
                 .map(|mut notices| std::mem::take(&mut *notices))
                 .unwrap_or_default(),
+            scroll_hints: Vec::new(),
         })
     }
 
