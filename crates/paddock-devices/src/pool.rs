@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use paddock_store::Store;
 use tokio::sync::Notify;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::android::adb::{Adb, ListedDevice, ServerAddress};
 use crate::android::{AndroidDevice, AndroidFacts};
@@ -16,6 +16,7 @@ use crate::device::{Device, DeviceError, Platform};
 use crate::profile::{self, AppConfig};
 use crate::progress;
 use crate::web::{ChromiumConfig, WebDevice};
+use paddock_process::{ChildSpec, ManagedChild};
 
 /// The progress steps of a device boot: started, browser up, ready.
 const BOOT_STEPS: u64 = 2;
@@ -50,6 +51,13 @@ pub struct AndroidPoolConfig {
     pub server: ServerAddress,
     /// Release force-stops the apps the session launched.
     pub stop_launched_apps: bool,
+    /// The Android SDK (`ANDROID_HOME`/`ANDROID_SDK_ROOT`): its `emulator/emulator` boots AVDs
+    /// that `getAndroid {avdName}` asks for.
+    pub sdk_root: Option<std::path::PathBuf>,
+    /// The environment emulators run with.
+    pub emulator_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// How long an emulator may take to boot.
+    pub boot_timeout: Duration,
 }
 
 impl Default for AndroidPoolConfig {
@@ -61,6 +69,9 @@ impl Default for AndroidPoolConfig {
                 port: crate::android::adb::DEFAULT_PORT,
             },
             stop_launched_apps: true,
+            sdk_root: None,
+            emulator_env: Vec::new(),
+            boot_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -170,6 +181,10 @@ struct Inner {
     stopping: AtomicBool,
     booting: AtomicU64,
     adb: Mutex<AdbStatus>,
+    /// Emulators this daemon booted, by AVD name; stopped at shutdown.
+    emulators: Mutex<HashMap<String, ManagedChild>>,
+    /// Online serials whose probe failed (still booting, say): probed again shortly.
+    unprobed: Mutex<Vec<String>>,
 }
 
 /// The pool. Cheap to clone.
@@ -205,6 +220,8 @@ impl Pool {
                 stopping: AtomicBool::new(false),
                 booting: AtomicU64::new(0),
                 adb: Mutex::new(AdbStatus::Disabled),
+                emulators: Mutex::new(HashMap::new()),
+                unprobed: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -249,13 +266,24 @@ impl Pool {
                     *lock(&self.inner.adb) = AdbStatus::Connected;
                     info!(server = %adb.address(), "following the adb server's devices");
                     reported = false;
+                    let mut last = Vec::new();
                     loop {
+                        let retry = !lock(&self.inner.unprobed).is_empty();
                         let next = tokio::select! {
-                            next = tracker.next() => next,
+                            next = tracker.next() => Some(next),
+                            () = tokio::time::sleep(Duration::from_secs(1)), if retry => None,
                             () = self.stopped() => return,
                         };
+                        let Some(next) = next else {
+                            // A device that was still booting: look again.
+                            self.sync_android(&adb, last.clone()).await;
+                            continue;
+                        };
                         match next {
-                            Ok(list) => self.sync_android(&adb, list).await,
+                            Ok(list) => {
+                                last = list.clone();
+                                self.sync_android(&adb, list).await;
+                            }
                             Err(error) => {
                                 warn!(%error, "lost the adb server");
                                 *lock(&self.inner.adb) = AdbStatus::Unreachable(error.to_string());
@@ -307,6 +335,7 @@ impl Pool {
             info!(serial = %device.facts().serial, "Android device left adb");
             device.mark_lost();
         }
+        let mut unprobed = Vec::new();
         for listed in online {
             let known = lock(&self.inner.devices).contains_key(&listed.serial);
             if known {
@@ -332,11 +361,157 @@ impl Pool {
                     );
                 }
                 Err(error) => {
-                    warn!(serial = %listed.serial, %error, "could not probe an Android device");
+                    debug!(serial = %listed.serial, %error, "Android device not ready yet");
+                    unprobed.push(listed.serial.clone());
                 }
             }
         }
+        *lock(&self.inner.unprobed) = unprobed;
         self.inner.wake.notify_waiters();
+    }
+
+    /// The emulator binary of the configured SDK, if it is installed.
+    fn emulator_binary(&self) -> Option<std::path::PathBuf> {
+        let root = self.inner.config.android.sdk_root.as_ref()?;
+        let binary = root.join("emulator").join("emulator");
+        binary.is_file().then_some(binary)
+    }
+
+    /// Boots the emulator of AVD `avd` headless and waits until it has joined the pool (online
+    /// and `sys.boot_completed`), reporting its stages as progress.
+    async fn boot_avd(&self, avd: &str) -> Result<(), DeviceError> {
+        const STEPS: u64 = 3;
+        let Some(emulator) = self.emulator_binary() else {
+            return Err(self.android_unavailable(Some(avd)));
+        };
+        let listed = self.list_avds(&emulator).await?;
+        if !listed.iter().any(|name| name == avd) {
+            return Err(DeviceError::NotFound(format!(
+                "there is no AVD `{avd}`; the emulator knows: {}",
+                if listed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    listed.join(", ")
+                }
+            )));
+        }
+        progress::report(
+            0,
+            Some(STEPS),
+            format!("starting emulator `{avd}` (headless)"),
+        );
+        let server = &self.inner.config.android.server;
+        let mut env = self.inner.config.android.emulator_env.clone();
+        env.push((
+            "ANDROID_ADB_SERVER_PORT".into(),
+            server.port.to_string().into(),
+        ));
+        let spec = ChildSpec {
+            program: emulator.clone(),
+            args: vec![
+                "-avd".into(),
+                avd.into(),
+                "-no-window".into(),
+                "-no-snapshot-save".into(),
+                "-no-boot-anim".into(),
+            ],
+            env,
+            ..ChildSpec::default()
+        };
+        let child = ManagedChild::spawn(spec, None).map_err(|error| {
+            DeviceError::Unavailable(format!("could not start `{}`: {error}", emulator.display()))
+        })?;
+        let exited = child.exited();
+        lock(&self.inner.emulators).insert(avd.to_owned(), child);
+        progress::report(
+            1,
+            Some(STEPS),
+            format!("emulator `{avd}` started; waiting for it to boot"),
+        );
+        let joined = async {
+            loop {
+                let found = lock(&self.inner.devices).values().any(|entry| {
+                    entry
+                        .android
+                        .as_ref()
+                        .is_some_and(|device| device.facts().avd_name == avd)
+                });
+                if found {
+                    return;
+                }
+                tokio::select! {
+                    _ = self.inner.wake.notified() => {}
+                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            () = joined => Ok(()),
+            status = exited => {
+                let tail = lock(&self.inner.emulators)
+                    .remove(avd)
+                    .map(|child| child.stderr_tail())
+                    .unwrap_or_default();
+                Err(DeviceError::Unavailable(format!(
+                    "emulator `{avd}` exited ({}) before it booted: {}",
+                    status.map_or("killed".to_owned(), |status| status.to_string()),
+                    tail.trim()
+                )))
+            }
+            () = tokio::time::sleep(self.inner.config.android.boot_timeout) => Err(DeviceError::Unavailable(format!(
+                "emulator `{avd}` did not finish booting within {} s",
+                self.inner.config.android.boot_timeout.as_secs()
+            ))),
+        };
+        if outcome.is_err() {
+            lock(&self.inner.emulators).remove(avd);
+        }
+        outcome?;
+        progress::report(STEPS, Some(STEPS), format!("emulator `{avd}` is ready"));
+        Ok(())
+    }
+
+    /// `emulator -list-avds`.
+    async fn list_avds(&self, emulator: &std::path::Path) -> Result<Vec<String>, DeviceError> {
+        let spec = ChildSpec {
+            program: emulator.to_owned(),
+            args: vec!["-list-avds".into()],
+            env: self.inner.config.android.emulator_env.clone(),
+            stdout: true,
+            ..ChildSpec::default()
+        };
+        let mut child = ManagedChild::spawn(spec, None).map_err(|error| {
+            DeviceError::Unavailable(format!("could not run `{}`: {error}", emulator.display()))
+        })?;
+        let mut out = String::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            use tokio::io::AsyncReadExt as _;
+            let read =
+                tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out));
+            if read.await.is_err() {
+                return Err(DeviceError::Unavailable(
+                    "`emulator -list-avds` did not answer within 30 s".into(),
+                ));
+            }
+        }
+        Ok(out
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("INFO") && !line.contains(' '))
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Boots AVD `avd` into the pool (for `paddock devices warm --platform android`); its
+    /// serial.
+    pub async fn warm_avd(&self, avd: &str) -> Result<String, DeviceError> {
+        self.boot_avd(avd).await?;
+        lock(&self.inner.devices)
+            .values()
+            .filter_map(|entry| entry.android.as_ref())
+            .find(|device| device.facts().avd_name == avd)
+            .map(|device| device.facts().serial.clone())
+            .ok_or_else(|| DeviceError::Lost(format!("emulator `{avd}` left as it booted")))
     }
 
     /// Why no Android device can be bound, for the error a caller sees.
@@ -353,6 +528,9 @@ impl Pool {
                 "{reason}. hint: Android devices come from the adb server; `adb devices` should list yours"
             )),
             AdbStatus::Connected => match avd {
+                Some(avd) if self.avd_running(avd) => DeviceError::Unavailable(format!(
+                    "emulator `{avd}` is bound to another session; release it there first"
+                )),
                 Some(avd) => DeviceError::NotFound(format!(
                     "no running emulator is AVD `{avd}`, and no Android emulator is installed to boot it (set ANDROID_HOME to an SDK with the emulator); `listDevices` shows the Android devices there are"
                 )),
@@ -610,10 +788,24 @@ impl Pool {
                 })
             })
         };
-        match bound {
-            Some(device) => self.record_binding(session, device).await,
-            None => Err(self.android_unavailable(avd)),
+        match (bound, avd) {
+            (Some(device), _) => self.record_binding(session, device).await,
+            (None, Some(name)) if self.emulator_binary().is_some() && !self.avd_running(name) => {
+                self.boot_avd(name).await?;
+                Box::pin(self.acquire_android(session, avd)).await
+            }
+            (None, _) => Err(self.android_unavailable(avd)),
         }
+    }
+
+    /// Whether a device of AVD `avd` is in the pool (bound or not).
+    fn avd_running(&self, avd: &str) -> bool {
+        lock(&self.inner.devices).values().any(|entry| {
+            entry
+                .android
+                .as_ref()
+                .is_some_and(|device| device.facts().avd_name == avd)
+        })
     }
 
     /// Records that `session` now holds `device` (in memory and in the store).
@@ -821,6 +1013,14 @@ impl Pool {
             .collect();
         for device in devices {
             device.shutdown().await;
+        }
+        // The emulators this daemon booted stop with it.
+        let emulators: Vec<ManagedChild> = lock(&self.inner.emulators)
+            .drain()
+            .map(|(_, child)| child)
+            .collect();
+        for child in emulators {
+            child.terminate(Duration::from_secs(10)).await;
         }
     }
 }

@@ -244,6 +244,28 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
             enabled: args.android_adb != AndroidAdb::Off,
             server: android_server,
             stop_launched_apps: !args.android_keep_apps,
+            sdk_root: ["ANDROID_HOME", "ANDROID_SDK_ROOT"]
+                .iter()
+                .find_map(|name| env.var(name))
+                .map(PathBuf::from),
+            emulator_env: [
+                "PATH",
+                "HOME",
+                "ANDROID_HOME",
+                "ANDROID_SDK_ROOT",
+                "ANDROID_AVD_HOME",
+                "ANDROID_EMULATOR_HOME",
+                "ANDROID_USER_HOME",
+                "LANG",
+                "TMPDIR",
+            ]
+            .iter()
+            .filter_map(|name| {
+                env.var(name)
+                    .map(|value| ((*name).into(), value.to_owned()))
+            })
+            .collect(),
+            ..AndroidPoolConfig::default()
         },
         web: WebPoolConfig {
             chromium: ChromiumConfig {

@@ -114,6 +114,12 @@ impl AndroidDevice {
                 .map(|output| output.stdout_text())
                 .map_err(|error| adb_error(serial, error))
         };
+        let booted = shell("getprop sys.boot_completed").await?;
+        if first_line(&booted) != "1" {
+            return Err(DeviceError::Unavailable(format!(
+                "Android device `{serial}` is still booting"
+            )));
+        }
         let (model, api, size, density, avd) = tokio::try_join!(
             shell("getprop ro.product.model"),
             shell("getprop ro.build.version.sdk"),
