@@ -499,7 +499,7 @@ fn cat(core: &Core, session: &Session, args: &[String], input: &mut dyn Input) -
     let mut output = Output::default();
     for arg in args {
         let path = device::normalize(arg, &session.cwd);
-        match device.files.read(&path) {
+        match device.files.read_as(&path, session.run_as.as_deref()) {
             Ok(file) => output.stdout.extend_from_slice(&file.data),
             Err(error) => {
                 output
@@ -562,7 +562,7 @@ fn ls(core: &Core, session: &Session, args: &[String]) -> Output {
                     .stdout
                     .extend_from_slice(line(&target, &stat).as_bytes());
             }
-            Some(Stat::Directory { .. }) => match device.files.list(&path) {
+            Some(Stat::Directory { .. }) => match device.files.list_as(&path, session.run_as.as_deref()) {
                 Ok(entries) => {
                     for (name, stat) in entries {
                         output.stdout.extend_from_slice(line(&name, &stat).as_bytes());
@@ -741,7 +741,7 @@ fn grep(core: &Core, session: &Session, args: &[String], input: &mut dyn Input) 
         let mut text = Vec::new();
         for operand in &operands {
             let path = device::normalize(operand, &session.cwd);
-            if let Ok(file) = device.files.read(&path) {
+            if let Ok(file) = device.files.read_as(&path, session.run_as.as_deref()) {
                 text.extend_from_slice(&file.data);
             }
         }

@@ -485,6 +485,18 @@ mod tests {
         assert_eq!(parse(" ; ").map(|s| s.pipelines.len()), Ok(0));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_word_survives_quoting(word in ".*") {
+            proptest::prop_assert_eq!(words(&format!("x {}", quote(&word))), vec!["x".to_owned(), word]);
+        }
+
+        #[test]
+        fn splitting_never_panics(line in ".*") {
+            let _ = parse(&line);
+        }
+    }
+
     #[test]
     fn quoting_round_trips() {
         for word in ["plain", "a b", "it's", "", "$HOME", "é ü"] {
