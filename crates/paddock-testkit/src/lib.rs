@@ -5,6 +5,7 @@
 //! values that ordinary clients never produce. [`tls::TestCa`] makes a certificate authority at
 //! test time for servers that speak TLS (the scripted model server can).
 
+pub mod android;
 pub mod fixture;
 pub mod http;
 pub mod mcp;
