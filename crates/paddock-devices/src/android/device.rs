@@ -667,7 +667,9 @@ impl Device for AndroidDevice {
         observe: ObserveOptions,
     ) -> BoxFuture<'_, Result<ActionOutcome, DeviceError>> {
         Box::pin(async move {
-            self.ensure_seen().await?;
+            if needs_screen(&action) {
+                self.ensure_seen().await?;
+            }
             let detail = self.act_inner(action).await?;
             let settled = self.settle(settle).await;
             let mut observation = self.observe_inner(observe).await?;
@@ -806,6 +808,18 @@ impl Device for AndroidDevice {
             }
             Ok(output.stdout_text())
         })
+    }
+}
+
+/// Whether `action` resolves targets against the screen (so an observation must exist first).
+fn needs_screen(action: &Action) -> bool {
+    let element = |target: &Target| !matches!(target, Target::Point(_));
+    match action {
+        Action::Tap { target, .. } => element(target),
+        Action::Swipe { within, .. } => within.as_ref().is_some_and(element),
+        Action::Drag { from, to } => element(from) || element(to),
+        Action::InputText { .. } | Action::ClearText { .. } => true,
+        _ => false,
     }
 }
 

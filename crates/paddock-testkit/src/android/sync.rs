@@ -187,7 +187,15 @@ fn list(device: &Mutex<Device>, writer: &mut StreamWriter, name: &str, v2: bool)
         device.files.list(&path).ok().map(|mut entries| {
             // readdir returns `.` and `..` too, and adbd passes them on.
             if let Some(here) = here {
-                entries.insert(0, ("..".to_owned(), Stat::Directory { mtime: device::BOOT_TIME }));
+                entries.insert(
+                    0,
+                    (
+                        "..".to_owned(),
+                        Stat::Directory {
+                            mtime: device::BOOT_TIME,
+                        },
+                    ),
+                );
                 entries.insert(0, (".".to_owned(), here));
             }
             entries
@@ -385,6 +393,9 @@ mod tests {
         let bytes = stat_v2_bytes(STA2, "/nope", None);
         assert_eq!(bytes.len(), 72);
         assert_eq!(&bytes[0..4], b"STA2");
-        assert_eq!(u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]), 2);
+        assert_eq!(
+            u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
+            2
+        );
     }
 }

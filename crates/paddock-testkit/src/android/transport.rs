@@ -16,8 +16,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use super::wire::{
-    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, DEVICE_MAX_PAYLOAD,
-    Packet, READ_LIMIT,
+    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, DEVICE_MAX_PAYLOAD, Packet,
+    READ_LIMIT,
 };
 
 /// What runs a service on a stream once it is open.
@@ -227,10 +227,7 @@ pub(crate) fn serve(
 }
 
 fn close_all_streams(connection: &Connection) {
-    let streams: Vec<_> = lock(&connection.streams)
-        .drain()
-        .map(|(_, s)| s)
-        .collect();
+    let streams: Vec<_> = lock(&connection.streams).drain().map(|(_, s)| s).collect();
     for stream in streams {
         stream.mark_closed();
     }
@@ -238,7 +235,10 @@ fn close_all_streams(connection: &Connection) {
 
 /// The service string of an OPEN: the payload up to its terminating NUL.
 fn service_name(payload: &[u8]) -> String {
-    let end = payload.iter().position(|b| *b == 0).unwrap_or(payload.len());
+    let end = payload
+        .iter()
+        .position(|b| *b == 0)
+        .unwrap_or(payload.len());
     String::from_utf8_lossy(&payload[..end]).into_owned()
 }
 
@@ -400,7 +400,6 @@ impl StreamWriter {
         let data = std::mem::take(&mut self.buffer);
         self.send_now(&data)
     }
-
 }
 
 impl Drop for StreamWriter {
