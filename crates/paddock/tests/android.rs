@@ -527,3 +527,191 @@ fn install_app_pushes_the_apk_and_sql_query_needs_a_debuggable_app() {
     );
     assert!(bad.contains("not a database file name"), "{bad}");
 }
+
+/// The testkit's `fake-android` binary, built beside the test binaries by `cargo test
+/// --workspace`.
+fn fake_android_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let binary = dir.join("fake-android");
+    assert!(
+        binary.is_file(),
+        "`{}` is missing; build it with `cargo build -p paddock-testkit --bin fake-android` (cargo test --workspace does)",
+        binary.display()
+    );
+    binary
+}
+
+/// Processes whose command line names `needle`.
+fn processes_naming(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            paddock_testkit::procfs::cmdline(*pid)
+                .is_some_and(|args| args.iter().any(|arg| arg == needle))
+        })
+        .collect()
+}
+
+#[test]
+fn get_android_with_an_avd_name_boots_that_emulator_and_the_daemon_stops_it() {
+    let adb = AdbServer::start().unwrap();
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    let sdk = harness.root().join("android-sdk");
+    let avd = format!("paddock_test_{}", std::process::id());
+    paddock_testkit::android::fake_android_home(&sdk, &fake_android_binary(), &[&avd, "other_avd"])
+        .unwrap();
+    harness.with_adb_server(&adb.socket_env());
+    harness.set_env("ANDROID_HOME", &sdk);
+    harness.start_detached(&[]).unwrap();
+    let http = McpHttp::for_harness(&harness).unwrap();
+
+    let unknown = error_text(
+        &http
+            .with_session("nope")
+            .call("getAndroid", json!({ "avdName": "pixel_9" }))
+            .unwrap(),
+    );
+    assert!(unknown.contains("there is no AVD `pixel_9`"), "{unknown}");
+    assert!(unknown.contains("other_avd"), "{unknown}");
+
+    let answer = http
+        .with_session("emulator")
+        .call("getAndroid", json!({ "avdName": avd }))
+        .unwrap();
+    assert_eq!(answer["isError"], false, "{answer}");
+    assert_eq!(answer["structuredContent"]["device"]["platform"], "android");
+    let listed = http
+        .call("listDevices", json!({ "platform": "android" }))
+        .unwrap();
+    let device = &listed["structuredContent"]["devices"][0];
+    assert_eq!(device["android"]["avdName"], avd.as_str(), "{listed}");
+    assert_eq!(device["session"], "emulator", "{listed}");
+    assert_eq!(processes_naming(&avd).len(), 1, "one emulator runs");
+
+    // The same AVD again in another session: it is bound, not booted twice.
+    let busy = error_text(
+        &http
+            .with_session("second")
+            .call("getAndroid", json!({ "avdName": avd }))
+            .unwrap(),
+    );
+    assert!(busy.contains("is bound to another session"), "{busy}");
+    assert_eq!(processes_naming(&avd).len(), 1);
+
+    let stopped = harness.run(["daemon", "stop"]).unwrap();
+    assert_eq!(stopped.code(), Some(0), "{}", stopped.stderr());
+    wait_until(DEADLINE, || processes_naming(&avd).is_empty().then_some(())).unwrap();
+}
+
+#[test]
+fn devices_warm_boots_an_avd_with_its_stages_on_stderr() {
+    let adb = AdbServer::start().unwrap();
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    let sdk = harness.root().join("android-sdk");
+    let avd = format!("paddock_warm_{}", std::process::id());
+    paddock_testkit::android::fake_android_home(&sdk, &fake_android_binary(), &[&avd]).unwrap();
+    harness.with_adb_server(&adb.socket_env());
+    harness.set_env("ANDROID_HOME", &sdk);
+    harness.start_detached(&[]).unwrap();
+    let warmed = harness
+        .run([
+            "devices",
+            "warm",
+            "1",
+            "--platform",
+            "android",
+            "--avd",
+            &avd,
+        ])
+        .unwrap();
+    assert_eq!(warmed.code(), Some(0), "{}", warmed.stderr());
+    let stderr = warmed.stderr();
+    assert!(
+        stderr.contains(&format!("starting emulator `{avd}` (headless)")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("emulator `{avd}` is ready")),
+        "{stderr}"
+    );
+    assert!(
+        warmed.stdout().trim().starts_with("127.0.0.1:"),
+        "{}",
+        warmed.stdout()
+    );
+    let missing = harness
+        .run(["devices", "warm", "1", "--platform", "android"])
+        .unwrap();
+    assert_ne!(missing.code(), Some(0));
+    assert!(
+        missing.stderr().contains("--avd NAME"),
+        "{}",
+        missing.stderr()
+    );
+    let stopped = harness.run(["daemon", "stop"]).unwrap();
+    assert_eq!(stopped.code(), Some(0), "{}", stopped.stderr());
+    wait_until(DEADLINE, || processes_naming(&avd).is_empty().then_some(())).unwrap();
+}
+
+#[test]
+fn a_daemon_restart_ends_an_android_session_with_the_reason() {
+    let World {
+        http,
+        harness,
+        phone: _phone,
+        adb: _adb,
+    } = world(FakeAndroidConfig::default());
+    let session = acquire(&http, "before-restart");
+    ok_text(&session.call("observe", json!({})).unwrap());
+    let restarted = harness.run(["daemon", "restart"]).unwrap();
+    assert_eq!(restarted.code(), Some(0), "{}", restarted.stderr());
+    let http = McpHttp::for_harness(&harness).unwrap();
+    let error = error_text(
+        &http
+            .with_session("before-restart")
+            .call("observe", json!({}))
+            .unwrap(),
+    );
+    assert!(error.contains("[device_lost]"), "{error}");
+    assert!(error.contains("the daemon restarted"), "{error}");
+}
+
+#[test]
+fn a_phone_that_drops_mid_action_fails_the_action_cleanly() {
+    let World {
+        http,
+        harness: _harness,
+        phone,
+        adb: _adb,
+    } = world(FakeAndroidConfig::default());
+    let session = acquire(&http, "mid-action");
+    ok_text(&session.call("observe", json!({})).unwrap());
+    phone.set_delay(Duration::from_secs(2));
+    let pulled = std::thread::scope(|scope| {
+        let tap = scope.spawn(|| {
+            session
+                .call("pressButton", json!({ "button": "home" }))
+                .unwrap()
+        });
+        wait_until(DEADLINE, || {
+            phone
+                .commands()
+                .iter()
+                .any(|command| command == "input keyevent 3")
+                .then_some(())
+        })
+        .unwrap();
+        phone.go_offline();
+        tap.join().unwrap()
+    });
+    let error = error_text(&pulled);
+    assert!(
+        error.contains("[device_lost]") || error.contains("[upstream_error]"),
+        "{error}"
+    );
+    // The daemon serves on.
+    let listed = http.call("listDevices", json!({})).unwrap();
+    assert_eq!(listed["isError"], false, "{listed}");
+}
