@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use paddock_devices::{Platform, SqlQuery as Query};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::catalog::{Hints, ToolDef};
 use crate::error::ToolError;
 use crate::tools::device::{bounded, session_device};
+use crate::tools::results::schema_of;
 use crate::tools::{Call, Output, Tool};
 
 /// Android tools.
@@ -24,6 +25,15 @@ const MAX_APK_BYTES: u64 = 1024 * 1024 * 1024;
 pub(crate) struct InstallAppArgs {
     /// An `.apk` file on the machine the daemon runs on (absolute path).
     path: String,
+}
+
+/// `installApp`'s answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Installed {
+    /// The APK's path on the daemon's machine.
+    installed: String,
+    /// The installer's verdict (`Success`).
+    installer: String,
 }
 
 #[derive(Debug)]
@@ -40,6 +50,10 @@ impl Tool for InstallApp {
     )
     .omitted_by_default()
     .on_device(ANDROID);
+
+    fn output_schema() -> Option<Map<String, Value>> {
+        schema_of::<Installed>()
+    }
 
     async fn run(call: Call<'_>, args: InstallAppArgs) -> Result<Output, ToolError> {
         let device = session_device(&call)?;
@@ -70,9 +84,10 @@ impl Tool for InstallApp {
             ToolError::not_found(format!("cannot read `{}`: {error}", args.path))
         })?;
         let verdict = bounded(device.install_app(bytes)).await?;
-        Ok(Output::Json(
-            json!({ "installed": args.path, "installer": verdict }),
-        ))
+        Output::structured(&Installed {
+            installed: args.path,
+            installer: verdict,
+        })
     }
 }
 
