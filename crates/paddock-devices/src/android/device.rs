@@ -68,6 +68,15 @@ struct Seen {
     elements: Vec<Element>,
     hierarchy: Option<Hierarchy>,
     rotation: u32,
+    /// The last dump, with SurfaceFlinger's page-flip count read just before it.
+    cached: Option<Cached>,
+}
+
+/// A dump that can answer the next observation while the screen has not been redrawn.
+struct Cached {
+    flips: u64,
+    hierarchy: Hierarchy,
+    hash: u64,
 }
 
 pub struct AndroidDevice {
@@ -259,6 +268,41 @@ impl AndroidDevice {
         )))
     }
 
+    /// SurfaceFlinger's page-flip count (`service call SurfaceFlinger 1013`, a debug
+    /// transaction of Android's compositor): it grows with every frame shown, so an unchanged
+    /// count means an unchanged screen. `None` when the device does not answer it.
+    async fn page_flips(&self) -> Option<u64> {
+        let output = self
+            .adb
+            .shell(self.serial(), "service call SurfaceFlinger 1013")
+            .await
+            .ok()?;
+        if output.exit != 0 {
+            return None;
+        }
+        parse_page_flips(&output.stdout_text())
+    }
+
+    /// The screen now: the cached dump when the screen has not been redrawn since it was
+    /// taken (and `reuse` allows it), else a fresh dump, which becomes the cache.
+    async fn screen(&self, reuse: bool) -> Result<(Hierarchy, u64), DeviceError> {
+        let flips = self.page_flips().await;
+        if reuse && let Some(flips) = flips {
+            let seen = self.seen.lock().await;
+            if let Some(cached) = seen.cached.as_ref().filter(|cached| cached.flips == flips) {
+                return Ok((cached.hierarchy.clone(), cached.hash));
+            }
+        }
+        let (hierarchy, hash) = self.dump().await?;
+        let mut seen = self.seen.lock().await;
+        seen.cached = flips.map(|flips| Cached {
+            flips,
+            hierarchy: hierarchy.clone(),
+            hash,
+        });
+        Ok((hierarchy, hash))
+    }
+
     /// The focused window's package and activity from `dumpsys window`.
     async fn focus(&self) -> Result<Option<(String, String)>, DeviceError> {
         let text = self.run("dumpsys window windows").await?;
@@ -266,7 +310,7 @@ impl AndroidDevice {
     }
 
     async fn observe_inner(&self, options: ObserveOptions) -> Result<Observation, DeviceError> {
-        let ((hierarchy, _), focus) = tokio::try_join!(self.dump(), self.focus())?;
+        let ((hierarchy, _), focus) = tokio::try_join!(self.screen(true), self.focus())?;
         let natural = self.natural_display();
         let display = natural.rotated(hierarchy.rotation);
         let mut seen = self.seen.lock().await;
@@ -631,7 +675,7 @@ impl AndroidDevice {
         let deadline = tokio::time::Instant::now() + bound;
         let mut last = None;
         while tokio::time::Instant::now() < deadline {
-            let Ok((_, hash)) = self.dump().await else {
+            let Ok((_, hash)) = self.screen(false).await else {
                 return false;
             };
             if last == Some(hash) {
@@ -849,6 +893,18 @@ fn scroll_notice(container: &hierarchy::ScrollContainer, elements: &[Element]) -
     line
 }
 
+/// The count in `Result: Parcel(00000000 0001e240   '....@...')`: the second word, after
+/// the status word.
+pub fn parse_page_flips(text: &str) -> Option<u64> {
+    let inside = text.split_once("Parcel(")?.1;
+    let mut words = inside.split_whitespace();
+    let status = words.next()?;
+    if u32::from_str_radix(status, 16).ok()? != 0 {
+        return None;
+    }
+    u64::from_str_radix(words.next()?.trim_end_matches(')'), 16).ok()
+}
+
 /// `Physical size: 1080x2340` (and an `Override size:` line that wins when present).
 pub fn parse_wm_size(text: &str) -> Option<[u32; 2]> {
     let mut size = None;
@@ -910,6 +966,16 @@ pub fn parse_focus(text: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_flip_counts_parse() {
+        assert_eq!(
+            parse_page_flips("Result: Parcel(00000000 0001e240   '....@...')\n"),
+            Some(123_456)
+        );
+        assert_eq!(parse_page_flips("Result: Parcel(ffffffb6 '....')"), None);
+        assert_eq!(parse_page_flips("service: not found"), None);
+    }
 
     #[test]
     fn wm_answers_parse() {
