@@ -9,6 +9,73 @@ use serde_json::{Value, json};
 /// The text form: a header line, one line per element, and what lies off screen.
 pub fn observation_text(observation: &Observation) -> String {
     let mut out = String::with_capacity(64 + observation.elements.len() * 40);
+    header(&mut out, observation);
+    for element in &observation.elements {
+        element_line(&mut out, element);
+    }
+    footer(&mut out, observation);
+    out
+}
+
+/// The text form of an observation after an action, as changes since `previous` (the elements
+/// the caller last saw): `+` an element that appeared, `-` one that went, `~` one whose line
+/// changed (shown as it is now). `None` when the whole screen would be as short.
+pub fn change_text(previous: &[Element], observation: &Observation) -> Option<String> {
+    let before: std::collections::HashMap<&str, String> = previous
+        .iter()
+        .map(|element| (element.reference.as_str(), line_of(element)))
+        .collect();
+    let mut changes = String::new();
+    let mut count = 0;
+    let mut present = std::collections::HashSet::new();
+    for element in &observation.elements {
+        present.insert(element.reference.as_str());
+        let line = line_of(element);
+        match before.get(element.reference.as_str()) {
+            Some(old) if *old == line => {}
+            Some(_) => {
+                count += 1;
+                changes.push_str("~ ");
+                changes.push_str(&line);
+            }
+            None => {
+                count += 1;
+                changes.push_str("+ ");
+                changes.push_str(&line);
+            }
+        }
+    }
+    for element in previous {
+        if !present.contains(element.reference.as_str()) {
+            count += 1;
+            changes.push_str("- ");
+            changes.push_str(&line_of(element));
+        }
+    }
+    let mut out = String::with_capacity(64 + changes.len());
+    header(&mut out, observation);
+    if count == 0 {
+        out.push_str("no element changed since your last observation\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "{count} change(s) since your last observation (+ new, - gone, ~ changed; observe for the whole screen):"
+        );
+        out.push_str(&changes);
+    }
+    footer(&mut out, observation);
+    let whole = observation_text(observation);
+    (out.len() < whole.len()).then_some(out)
+}
+
+fn line_of(element: &Element) -> String {
+    let mut line = String::new();
+    element_line(&mut line, element);
+    line
+}
+
+/// The header line and what precedes the elements: notices, a modal, the focus.
+fn header(out: &mut String, observation: &Observation) {
     let orientation = match observation.orientation {
         Orientation::Portrait => "portrait",
         Orientation::Landscape => "landscape",
@@ -42,9 +109,10 @@ pub fn observation_text(observation: &Observation) -> String {
     if let Some(focused) = &observation.focused {
         let _ = writeln!(out, "focused {focused}");
     }
-    for element in &observation.elements {
-        element_line(&mut out, element);
-    }
+}
+
+/// What follows the elements: scroll hints, what lies off screen, whether the UI settled.
+fn footer(out: &mut String, observation: &Observation) {
     for hint in &observation.scroll_hints {
         let _ = writeln!(out, "{hint}");
     }
@@ -64,7 +132,6 @@ pub fn observation_text(observation: &Observation) -> String {
     if let Some(settled) = observation.settled {
         let _ = writeln!(out, "settled: {settled}");
     }
-    out
 }
 
 fn element_line(out: &mut String, element: &Element) {
@@ -151,4 +218,93 @@ pub fn observation_json(observation: &Observation) -> Value {
         value["scrollHints"] = json!(observation.scroll_hints);
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use paddock_devices::{Observation, Orientation, Platform};
+
+    use super::*;
+
+    fn element(reference: &str, role: &str, name: &str, states: &[&str]) -> Element {
+        Element {
+            reference: reference.into(),
+            role: role.into(),
+            name: name.into(),
+            value: None,
+            states: states.iter().map(|state| (*state).to_owned()).collect(),
+            level: None,
+            id: None,
+            bounds: [0, 0, 100, 40],
+            offscreen: false,
+        }
+    }
+
+    fn screen(elements: Vec<Element>) -> Observation {
+        Observation {
+            device: "web-1".into(),
+            platform: Platform::Web,
+            profile: "pixel7".into(),
+            orientation: Orientation::Portrait,
+            viewport: [412, 915],
+            device_scale_factor: 2.625,
+            app: None,
+            url: "http://127.0.0.1/".into(),
+            title: "Todo".into(),
+            focused: None,
+            modal: None,
+            elements,
+            scroll: [0, 0],
+            content: [412, 915],
+            elements_above: 0,
+            elements_below: 0,
+            screenshot: None,
+            settled: Some(true),
+            notices: Vec::new(),
+            scroll_hints: Vec::new(),
+        }
+    }
+
+    fn many(extra: Vec<Element>) -> Vec<Element> {
+        let mut elements: Vec<Element> = (1..=20)
+            .map(|n| element(&format!("e{n}"), "checkbox", &format!("Item {n}"), &[]))
+            .collect();
+        elements.extend(extra);
+        elements
+    }
+
+    #[test]
+    fn a_small_change_is_listed_instead_of_the_screen() {
+        let before = many(vec![element("e30", "text", "3 items left", &[])]);
+        let mut after = many(vec![element("e31", "text", "2 items left", &[])]);
+        after[1] = element("e2", "checkbox", "Item 2", &["checked"]);
+        let text = change_text(&before, &screen(after)).unwrap_or_default();
+        assert!(text.starts_with("web-1 pixel7 portrait 412x915"), "{text}");
+        assert!(
+            text.contains("3 change(s) since your last observation"),
+            "{text}"
+        );
+        assert!(
+            text.contains("~ e2 checkbox \"Item 2\" [checked] @0,0 100x40\n"),
+            "{text}"
+        );
+        assert!(text.contains("+ e31 text \"2 items left\""), "{text}");
+        assert!(text.contains("- e30 text \"3 items left\""), "{text}");
+        assert!(!text.contains("Item 7"), "{text}");
+        assert!(text.ends_with("settled: true\n"), "{text}");
+    }
+
+    #[test]
+    fn nothing_changed_says_so_and_a_new_screen_is_sent_whole() {
+        let same = many(Vec::new());
+        let text = change_text(&same, &screen(many(Vec::new()))).unwrap_or_default();
+        assert!(
+            text.contains("no element changed since your last observation"),
+            "{text}"
+        );
+        let other: Vec<Element> = (40..45)
+            .map(|n| element(&format!("e{n}"), "link", &format!("Page {n}"), &[]))
+            .collect();
+        assert_eq!(change_text(&same, &screen(other)), None);
+    }
 }

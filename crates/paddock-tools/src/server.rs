@@ -78,13 +78,16 @@ impl std::fmt::Debug for ToolCtx {
 
 /// Short guidance for models, sent with `initialize` and `server/discover`.
 pub const INSTRUCTIONS: &str = "Paddock drives real devices. Acquire one first (`getWeb` for a \
-headless browser with mobile emulation); it is bound to your session until `releaseDevice`. \
+headless browser with mobile emulation, `getAndroid` for an Android phone or emulator); it is bound to your session until `releaseDevice`. \
 Over HTTP, send the returned `sessionUuid` with every device tool, as the \
 `x-paddock-session-id` header or the `__mcpSessionId` argument; over stdio the connection is \
 the session. `observe` returns the screen's elements with refs such as `e12`: act on a ref \
 (`tapOn {ref}`), or on `text`/`id` when you have no fresh observation. Refs go stale when the \
 page changes, so observe again after every action that changes the screen, and before acting \
-on what you expect to see.";
+on what you expect to see. An action answers with the screen after it, or, when shorter, with \
+what changed since your last observation: `+` a new element, `-` one gone, `~` one changed \
+(shown as it is now); unchanged elements keep their refs. `observe` always returns the whole \
+screen.";
 
 /// The protocol versions served on a long-lived stdio connection: every revision whose stdio
 /// transport this server implements in full (2025-03-26 requires JSON-RPC batches, which
@@ -151,7 +154,13 @@ pub struct Registry {
     inflight: Mutex<HashMap<InflightKey, Arc<tokio::sync::Notify>>>,
     /// Set at shutdown: every `subscriptions/listen` stream ends with its final result.
     closing: tokio::sync::watch::Sender<bool>,
+    /// What each session last saw of its device (device id and elements), so an action can
+    /// answer with what changed since.
+    seen: Mutex<HashMap<String, (String, Vec<paddock_devices::Element>)>>,
 }
+
+/// Sessions whose last observation is kept for change lists; beyond this the map starts over.
+const SEEN_SESSIONS: usize = 1024;
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -175,7 +184,40 @@ impl Registry {
             resources: Resources::default(),
             inflight: Mutex::new(HashMap::new()),
             closing: tokio::sync::watch::Sender::new(false),
+            seen: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Records what `session` now knows of device `device`'s screen.
+    pub(crate) fn remember_seen(
+        &self,
+        session: &SessionKey,
+        device: &str,
+        elements: Vec<paddock_devices::Element>,
+    ) {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if seen.len() >= SEEN_SESSIONS && !seen.contains_key(session.as_str()) {
+            seen.clear();
+        }
+        seen.insert(session.as_str().to_owned(), (device.to_owned(), elements));
+    }
+
+    /// The elements `session` last saw on device `device`, if it saw that device.
+    pub(crate) fn last_seen(
+        &self,
+        session: &SessionKey,
+        device: &str,
+    ) -> Option<Vec<paddock_devices::Element>> {
+        let seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        seen.get(session.as_str())
+            .filter(|(id, _)| id == device)
+            .map(|(_, elements)| elements.clone())
     }
 
     /// Stops the HTTP call `request_id` made with session header `session` (`None` without

@@ -715,3 +715,44 @@ fn a_phone_that_drops_mid_action_fails_the_action_cleanly() {
     let listed = http.call("listDevices", json!({})).unwrap();
     assert_eq!(listed["isError"], false, "{listed}");
 }
+
+#[test]
+fn an_action_after_an_observation_answers_with_what_changed() {
+    let World {
+        http,
+        harness: _harness,
+        phone: _phone,
+        adb: _adb,
+    } = world(FakeAndroidConfig::default());
+    let session = acquire(&http, "changes");
+    ok_text(
+        &session
+            .call("launchApp", json!({ "appId": "com.example.notes" }))
+            .unwrap(),
+    );
+    let whole = ok_text(&session.call("observe", json!({})).unwrap());
+    assert!(whole.contains("button \"Sign in\""), "{whole}");
+    let checkbox = whole
+        .lines()
+        .find(|line| line.contains("checkbox \"Remember me\""))
+        .unwrap()
+        .to_owned();
+    let reference = checkbox.split(' ').next().unwrap().to_owned();
+    let answer = ok_text(&session.call("tapOn", json!({ "ref": reference })).unwrap());
+    assert!(
+        answer.contains("1 change(s) since your last observation"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(&format!("~ {reference} checkbox \"Remember me\" [checked")),
+        "{answer}"
+    );
+    assert!(
+        !answer.contains("button \"Sign in\""),
+        "unchanged lines are left out: {answer}"
+    );
+    assert!(answer.contains("settled: true"), "{answer}");
+    // observe still gives everything.
+    let again = ok_text(&session.call("observe", json!({})).unwrap());
+    assert!(again.contains("button \"Sign in\""), "{again}");
+}

@@ -1,6 +1,7 @@
 //! Actions on the session's device: taps, swipes, text, keys, apps, links, rotation, the
-//! clipboard and highlights. Each answers with a fresh observation once the UI settles (the
-//! clipboard's `read`, `write` and `copy` answer with the clipboard's text instead).
+//! clipboard and highlights. Each answers once the UI settles with the screen or, when shorter,
+//! the changes since the caller's last observation (the clipboard's `read`, `write` and `copy`
+//! answer with the clipboard's text instead).
 
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ impl Tool for TapOn {
     const DEF: ToolDef = ToolDef::new(
         "tapOn",
         "Tap an element",
-        "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap` or `longPress`. Returns a fresh observation once the UI settles, with `settled`.",
+        "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap` or `longPress`. Answers once the UI settles (`settled`) with the screen, or, when shorter, the changes since your last observation: `+` new, `-` gone, `~` changed elements (unchanged ones keep their refs).",
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);

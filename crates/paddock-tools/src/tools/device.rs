@@ -8,7 +8,7 @@ use paddock_devices::{Action, Device, DeviceError, Observation, ObserveOptions, 
 use serde_json::json;
 
 use crate::error::{ToolError, ToolErrorCode};
-use crate::render::{observation_json, observation_text};
+use crate::render::{change_text, observation_json, observation_text};
 use crate::session::SessionKey;
 use crate::tools::args::ImageAs;
 use crate::tools::{Call, Image, Output};
@@ -117,6 +117,10 @@ pub(super) fn observation_output(
     json_format: bool,
     image_as: Option<ImageAs>,
 ) -> Output {
+    if let Some(session) = &call.session {
+        call.registry
+            .remember_seen(session, &observation.device, observation.elements.clone());
+    }
     let image = observation
         .screenshot
         .as_ref()
@@ -145,15 +149,44 @@ pub(super) fn observation_output(
     }
 }
 
-/// Performs `action` on the session's device and observes once the UI settles.
+/// Performs `action` on the session's device and observes once the UI settles. The answer
+/// is what changed since the caller's last observation of this device when that is shorter
+/// than the whole screen ([`change_text`]), else the whole screen.
 pub(super) async fn act(call: &Call<'_>, action: Action) -> Result<Output, ToolError> {
     let device = session_device(call)?;
+    let previous = call
+        .session
+        .as_ref()
+        .and_then(|session| call.registry.last_seen(session, device.id()));
     let outcome = bounded(device.act(action, SETTLE, ObserveOptions::default())).await?;
-    Ok(observation_output(
-        call,
-        &outcome.observation,
-        outcome.detail,
-        false,
-        None,
-    ))
+    let changes = previous
+        .as_deref()
+        .and_then(|previous| change_text(previous, &outcome.observation));
+    let Some(changes) = changes else {
+        return Ok(observation_output(
+            call,
+            &outcome.observation,
+            outcome.detail,
+            false,
+            None,
+        ));
+    };
+    if let Some(session) = &call.session {
+        call.registry.remember_seen(
+            session,
+            &outcome.observation.device,
+            outcome.observation.elements.clone(),
+        );
+    }
+    let mut text = String::new();
+    if let Some(detail) = outcome.detail {
+        text.push_str(&detail);
+        text.push('\n');
+    }
+    text.push_str(&changes);
+    Ok(Output::Rich {
+        text,
+        image: None,
+        structured: None,
+    })
 }
