@@ -519,7 +519,7 @@ impl Pool {
         let status = lock(&self.inner.adb).clone();
         match status {
             AdbStatus::Disabled => DeviceError::Unavailable(
-                "Android devices are off in this daemon; start it with `--android` (it then follows the adb server at ADB_SERVER_SOCKET or 127.0.0.1:5037)".into(),
+                "Android devices are off in this daemon (`--android-adb off`); start it with `--android-adb connect` to follow the adb server at ADB_SERVER_SOCKET or 127.0.0.1:5037".into(),
             ),
             AdbStatus::Connecting => DeviceError::Unavailable(
                 "the daemon is still connecting to the adb server; try again in a moment".into(),
