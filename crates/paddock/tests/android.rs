@@ -756,3 +756,137 @@ fn an_action_after_an_observation_answers_with_what_changed() {
     let again = ok_text(&session.call("observe", json!({})).unwrap());
     assert!(again.contains("button \"Sign in\""), "{again}");
 }
+
+#[test]
+fn every_action_sends_its_documented_command() {
+    let World {
+        http,
+        harness: _harness,
+        phone,
+        adb: _adb,
+    } = world(FakeAndroidConfig::default());
+    let answer = http
+        .with_session("actions")
+        .call("getAndroid", json!({ "enableTools": ["installApp"] }))
+        .unwrap();
+    assert_eq!(answer["isError"], false, "{answer}");
+    let enabled = answer["structuredContent"]["enabledTools"]
+        .as_array()
+        .unwrap();
+    assert!(enabled.contains(&json!("installApp")), "{answer}");
+    let session = http.with_session("actions");
+    ok_text(
+        &session
+            .call("launchApp", json!({ "appId": "com.example.notes" }))
+            .unwrap(),
+    );
+    let page = observe(&session);
+    let sign_in = element(&page, "button", "Sign in").clone();
+    let remember = element(&page, "checkbox", "Remember me").clone();
+    let (sx, sy) = center_px(&sign_in);
+    let (rx, ry) = center_px(&remember);
+
+    // Each call, and the first command it sent that is not part of observing.
+    let observing = |command: &str| {
+        command.starts_with("uiautomator dump")
+            || command.starts_with("dumpsys window")
+            || command.starts_with("service call SurfaceFlinger")
+    };
+    let cases: Vec<(&str, Value, String)> = vec![
+        (
+            "tapOn",
+            json!({ "ref": sign_in["ref"], "action": "doubleTap" }),
+            format!("input tap {sx} {sy}; input tap {sx} {sy}"),
+        ),
+        (
+            "tapOn",
+            json!({ "ref": remember["ref"], "action": "longPress" }),
+            format!("input swipe {rx} {ry} {rx} {ry} 600"),
+        ),
+        (
+            "tapOn",
+            json!({ "x": 100, "y": 200 }),
+            "input tap 275 550".to_owned(),
+        ),
+        (
+            "dragAndDrop",
+            json!({ "from": { "ref": remember["ref"] }, "to": { "x": 100, "y": 600 } }),
+            format!("input draganddrop {rx} {ry} 275 1650 1000"),
+        ),
+        (
+            "imeAction",
+            json!({ "action": "next" }),
+            "input keyevent 61".to_owned(),
+        ),
+        (
+            "imeAction",
+            json!({ "action": "search" }),
+            "input keyevent 66".to_owned(),
+        ),
+        (
+            "pressButton",
+            json!({ "button": "back" }),
+            "input keyevent 4".to_owned(),
+        ),
+        (
+            "pressButton",
+            json!({ "button": "appSwitch" }),
+            "input keyevent 187".to_owned(),
+        ),
+        (
+            "openLink",
+            json!({ "url": "https://example.com/a b?q='x'" }),
+            "am start -a android.intent.action.VIEW -d 'https://example.com/a b?q='\\''x'\\'''"
+                .to_owned(),
+        ),
+        (
+            "rotate",
+            json!({ "orientation": "landscape" }),
+            "settings put system accelerometer_rotation 0; settings put system user_rotation 1"
+                .to_owned(),
+        ),
+        (
+            "rotate",
+            json!({ "orientation": "portrait" }),
+            "settings put system accelerometer_rotation 0; settings put system user_rotation 0"
+                .to_owned(),
+        ),
+        (
+            "terminateApp",
+            json!({ "appId": "com.example.notes" }),
+            "am force-stop com.example.notes".to_owned(),
+        ),
+    ];
+    for (tool, arguments, expected) in cases {
+        let before = phone.commands().len();
+        let result = session.call(tool, arguments.clone()).unwrap();
+        assert_eq!(result["isError"], false, "{tool} {arguments}: {result}");
+        let sent: Vec<String> = commands_since(&phone, before)
+            .into_iter()
+            .filter(|command| !observing(command))
+            .collect();
+        assert_eq!(
+            sent.first(),
+            Some(&expected),
+            "{tool} {arguments}: {sent:?}"
+        );
+    }
+    assert!(
+        phone
+            .opened_urls()
+            .iter()
+            .any(|url| url == "https://example.com/a b?q='x'"),
+        "{:?}",
+        phone.opened_urls()
+    );
+    // Names that are not packages never reach the shell.
+    let refused = error_text(
+        &session
+            .call("launchApp", json!({ "appId": "com.example; reboot" }))
+            .unwrap(),
+    );
+    assert!(
+        refused.contains("is not an Android package name"),
+        "{refused}"
+    );
+}
