@@ -160,7 +160,10 @@ fn wait_until<T>(mut probe: impl FnMut() -> Option<T>) -> T {
         if let Some(value) = probe() {
             return value;
         }
-        assert!(Instant::now() < deadline, "condition not met within {DEADLINE:?}");
+        assert!(
+            Instant::now() < deadline,
+            "condition not met within {DEADLINE:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -203,8 +206,14 @@ fn shell_v2_carries_stdout_stderr_and_exit_codes() {
     assert_eq!(phone.ok("getprop ro.boot.qemu.avd_name"), "\n");
     let all = phone.ok("getprop");
     assert!(all.contains("[ro.build.version.sdk]: [30]\n"), "{all}");
-    assert!(all.contains("[ro.product.manufacturer]: [Google]\n"), "{all}");
-    assert_eq!(phone.ok("echo $?; false || echo failed && echo then"), "0\nfailed\nthen\n");
+    assert!(
+        all.contains("[ro.product.manufacturer]: [Google]\n"),
+        "{all}"
+    );
+    assert_eq!(
+        phone.ok("echo $?; false || echo failed && echo then"),
+        "0\nfailed\nthen\n"
+    );
     assert_eq!(phone.ok("wm size"), "Physical size: 1080x2340\n");
     assert_eq!(phone.ok("wm density"), "Physical density: 440\n");
     assert!(
@@ -399,7 +408,10 @@ fn push_and_pull_carry_a_file_byte_for_byte() {
     std::fs::write(&local, &data).unwrap();
     let push = phone.adb(&["push", local.to_str().unwrap(), "/data/local/tmp/x.apk"]);
     assert!(push.status.success(), "{}", describe(&push));
-    assert_eq!(phone.device.pushed("/data/local/tmp/x.apk"), Some(data.clone()));
+    assert_eq!(
+        phone.device.pushed("/data/local/tmp/x.apk"),
+        Some(data.clone())
+    );
     assert!(phone.device.services().contains(&"sync:".to_owned()));
     let back = dir.path().join("back.apk");
     let pull = phone.adb(&["pull", "/data/local/tmp/x.apk", back.to_str().unwrap()]);
@@ -416,7 +428,10 @@ fn push_and_pull_carry_a_file_byte_for_byte() {
     let sdcard = phone.adb(&["push", local.to_str().unwrap(), "/sdcard/Download/"]);
     assert!(sdcard.status.success(), "{}", describe(&sdcard));
     assert_eq!(
-        phone.device.pushed("/storage/emulated/0/Download/x.apk").map(|d| d.len()),
+        phone
+            .device
+            .pushed("/storage/emulated/0/Download/x.apk")
+            .map(|d| d.len()),
         Some(data.len())
     );
     assert_eq!(phone.ok("ls /sdcard/Download"), "x.apk\n");
@@ -424,9 +439,7 @@ fn push_and_pull_carry_a_file_byte_for_byte() {
     assert!(!refused.status.success());
     // adb 29 prints a failed copy on stdout.
     assert!(
-        describe(&refused).contains(
-            "remote couldn't create file: Read-only file system"
-        ),
+        describe(&refused).contains("remote couldn't create file: Read-only file system"),
         "{}",
         describe(&refused)
     );
@@ -553,7 +566,10 @@ fn input_answers_like_android_11() {
     let combination = phone.shell("input keycombination 113 29");
     let stderr = String::from_utf8_lossy(&combination.stderr);
     assert!(stderr.starts_with("Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]\n"));
-    assert!(stderr.ends_with("\nError: Error: Unknown command: keycombination\n"), "{stderr}");
+    assert!(
+        stderr.ends_with("\nError: Error: Unknown command: keycombination\n"),
+        "{stderr}"
+    );
     let missing = phone.shell("input tap 10");
     assert!(
         String::from_utf8_lossy(&missing.stderr)
@@ -598,7 +614,10 @@ fn activity_and_package_managers_answer_like_android_11() {
     listed.sort_unstable();
     assert_eq!(
         listed,
-        ["package:com.android.adbkeyboard", "package:com.example.notes"]
+        [
+            "package:com.android.adbkeyboard",
+            "package:com.example.notes"
+        ]
     );
     let all = phone.ok("pm list packages");
     for package in ["com.android.launcher3", "com.android.settings"] {
@@ -609,17 +628,23 @@ fn activity_and_package_managers_answer_like_android_11() {
         "Starting: Intent { act=android.intent.action.VIEW dat=https://example.com/... }\n"
     );
     assert_eq!(phone.device.screen(), "browser");
-    assert_eq!(
-        phone.device.opened_urls(),
-        ["https://example.com/page?q=1"]
-    );
+    assert_eq!(phone.device.opened_urls(), ["https://example.com/page?q=1"]);
     let monkey = phone.ok("monkey -p com.example.notes -c android.intent.category.LAUNCHER 1");
     assert!(monkey.contains("Events injected: 1\n"), "{monkey}");
     assert_eq!(phone.device.screen(), "notes-login");
-    assert!(phone.ok("pidof com.example.notes").trim().parse::<u32>().is_ok());
+    assert!(
+        phone
+            .ok("pidof com.example.notes")
+            .trim()
+            .parse::<u32>()
+            .is_ok()
+    );
     assert_eq!(phone.ok("am force-stop com.example.notes"), "");
     assert_eq!(phone.device.screen(), "launcher");
-    assert_eq!(phone.shell("pidof com.example.notes").status.code(), Some(1));
+    assert_eq!(
+        phone.shell("pidof com.example.notes").status.code(),
+        Some(1)
+    );
     let absent = phone.shell("monkey -p com.example.absent -c android.intent.category.LAUNCHER 1");
     assert!(
         String::from_utf8_lossy(&absent.stderr)
@@ -644,11 +669,15 @@ fn run_as_reads_a_debuggable_apps_database() {
         notes_debuggable: true,
         ..FakeAndroidConfig::default()
     });
-    let rows = phone.ok("run-as com.example.notes sqlite3 databases/notes.db \"SELECT id, title FROM notes\"");
+    let rows = phone
+        .ok("run-as com.example.notes sqlite3 databases/notes.db \"SELECT id, title FROM notes\"");
     let rows: Vec<&str> = rows.lines().collect();
     assert_eq!(rows.len(), 40);
     assert_eq!(rows[0], "1|Note 1");
-    assert_eq!(phone.ok("run-as com.example.notes ls"), "cache\ncode_cache\ndatabases\nshared_prefs\n");
+    assert_eq!(
+        phone.ok("run-as com.example.notes ls"),
+        "cache\ncode_cache\ndatabases\nshared_prefs\n"
+    );
     let denied = phone.shell("ls /data/user/0/com.example.notes");
     assert!(!denied.status.success());
 }
@@ -710,7 +739,10 @@ fn terminals_echo_and_exit_with_the_last_status() {
     }
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3));
-    assert!(stdout.starts_with("sunfish:/ $ echo one\r\none\r\nsunfish:/ $ exit 3\r\n"), "{stdout:?}");
+    assert!(
+        stdout.starts_with("sunfish:/ $ echo one\r\none\r\nsunfish:/ $ exit 3\r\n"),
+        "{stdout:?}"
+    );
     assert_eq!(phone.ok("echo plain"), "plain\n");
     let pty = phone.adb(&["shell", "-tt", "echo", "crlf"]);
     assert_eq!(pty.stdout, b"crlf\r\n");
@@ -732,14 +764,17 @@ fn the_fake_emulator_registers_a_device_with_its_avd_name() {
         String::from_utf8_lossy(&list.stdout),
         "Pixel_4a_API_30\nTablet_API_30\n"
     );
-    let unknown = Command::new(&emulator).args(["-avd", "Nope"]).output().unwrap();
+    let unknown = Command::new(&emulator)
+        .args(["-avd", "Nope"])
+        .output()
+        .unwrap();
     assert!(!unknown.status.success());
     assert!(
         std::fs::read_link(home.path().join("platform-tools/adb"))
             .unwrap()
             .ends_with("adb")
     );
-    let mut child = Command::new(&emulator)
+    let child = Command::new(&emulator)
         .args([
             "-avd",
             "Pixel_4a_API_30",
@@ -769,7 +804,10 @@ fn the_fake_emulator_registers_a_device_with_its_avd_name() {
     let model = server
         .adb(&["-s", &serial, "shell", "getprop", "ro.product.model"])
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&model.stdout), "sdk_gphone_x86_64\n");
+    assert_eq!(
+        String::from_utf8_lossy(&model.stdout),
+        "sdk_gphone_x86_64\n"
+    );
     // Closing stdin stops the emulator.
     drop(child.stdin.take());
     let status = wait_until(|| child.try_wait().unwrap());

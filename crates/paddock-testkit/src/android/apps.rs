@@ -269,7 +269,10 @@ pub(crate) fn notes_max_scroll(display: &Display, notes: usize) -> i32 {
 
 /// The rows of the Settings home page.
 const SETTINGS_ROWS: [(&str, &str); 15] = [
-    ("Network & internet", "Wi‑Fi, mobile, data usage, and hotspot"),
+    (
+        "Network & internet",
+        "Wi‑Fi, mobile, data usage, and hotspot",
+    ),
     ("Connected devices", "Bluetooth, pairing"),
     ("Apps & notifications", "Recent apps, default apps"),
     ("Battery", "100%"),
@@ -280,8 +283,14 @@ const SETTINGS_ROWS: [(&str, &str); 15] = [
     ("Location", "On - 3 apps have access to location"),
     ("Security", "Screen lock, fingerprint"),
     ("Accounts", "No accounts added"),
-    ("Accessibility", "Screen readers, display, interaction controls"),
-    ("Digital Wellbeing & parental controls", "Screen time, app timers, bedtime schedules"),
+    (
+        "Accessibility",
+        "Screen readers, display, interaction controls",
+    ),
+    (
+        "Digital Wellbeing & parental controls",
+        "Screen time, app timers, bedtime schedules",
+    ),
     ("System", "Languages, gestures, time, backup"),
     ("About phone", "Pixel 4a"),
 ];
@@ -302,16 +311,17 @@ fn app_window(display: &Display, package: &str, content: Node) -> Node {
     let area = display.app_area();
     let full = display.bounds();
     Node::new("android.widget.FrameLayout", full)
-        .children([Node::new("android.widget.LinearLayout", full).children([
-            Node::new("android.widget.FrameLayout", area).children([Node::new(
-                "android.widget.LinearLayout",
+        .children([
+            Node::new("android.widget.LinearLayout", full).children([Node::new(
+                "android.widget.FrameLayout",
                 area,
             )
-            .id(format!("{package}:id/action_bar_root"))
-            .children([Node::new("android.widget.FrameLayout", area)
-                .id("android:id/content")
-                .children([content])])]),
-        ])])
+            .children([Node::new("android.widget.LinearLayout", area)
+                .id(format!("{package}:id/action_bar_root"))
+                .children([Node::new("android.widget.FrameLayout", area)
+                    .id("android:id/content")
+                    .children([content])])])]),
+        ])
         .in_package(package)
 }
 
@@ -364,29 +374,32 @@ fn launcher(display: &Display) -> Node {
     };
     let hotseat_row = Rect::new(0, hotseat.top, full.right, hotseat.top + dp(96));
     Node::new("android.widget.FrameLayout", full)
-        .children([Node::new("android.widget.LinearLayout", full).children([
-            Node::new("android.widget.FrameLayout", full)
-                .id("android:id/content")
+        .children([
+            Node::new("android.widget.LinearLayout", full).children([Node::new(
+                "android.widget.FrameLayout",
+                full,
+            )
+            .id("android:id/content")
+            .children([Node::new("android.view.ViewGroup", full)
+                .id(id("launcher"))
                 .children([Node::new("android.view.ViewGroup", full)
-                    .id(id("launcher"))
-                    .children([Node::new("android.view.ViewGroup", full)
-                        .id(id("drag_layer"))
-                        .paint(Paint::Solid([0x1b, 0x3a, 0x5c]))
-                        .children([
-                            Node::new("android.widget.ScrollView", workspace)
-                                .id(id("workspace"))
-                                .children([Node::new("android.view.ViewGroup", workspace)
-                                    .children([Node::new("android.view.ViewGroup", workspace)
-                                        .children([
-                                            icon("Notes", cell(0, icon_row), NOTES),
-                                            icon("Settings", cell(1, icon_row), SETTINGS),
-                                        ])])]),
-                            Node::new("android.view.ViewGroup", hotseat)
-                                .id(id("hotseat"))
-                                .children([Node::new("android.view.ViewGroup", hotseat)
-                                    .children([icon("Browser", cell(2, hotseat_row), BROWSER)])]),
-                        ])])]),
-        ])])
+                    .id(id("drag_layer"))
+                    .paint(Paint::Solid([0x1b, 0x3a, 0x5c]))
+                    .children([
+                        Node::new("android.widget.ScrollView", workspace)
+                            .id(id("workspace"))
+                            .children([Node::new("android.view.ViewGroup", workspace).children([
+                                Node::new("android.view.ViewGroup", workspace).children([
+                                    icon("Notes", cell(0, icon_row), NOTES),
+                                    icon("Settings", cell(1, icon_row), SETTINGS),
+                                ]),
+                            ])]),
+                        Node::new("android.view.ViewGroup", hotseat)
+                            .id(id("hotseat"))
+                            .children([Node::new("android.view.ViewGroup", hotseat)
+                                .children([icon("Browser", cell(2, hotseat_row), BROWSER)])]),
+                    ])])])]),
+        ])
         .in_package(LAUNCHER)
 }
 
@@ -589,16 +602,18 @@ fn settings(display: &Display, scroll: i32) -> Node {
                 Node::new("android.widget.LinearLayout", visible)
                     .clickable()
                     .action(Action::SettingsRow)
-                    .children([Node::new("android.widget.RelativeLayout", visible).children([
-                        Node::new("android.widget.TextView", title_box)
-                            .id("android:id/title")
-                            .text(*title)
-                            .paint(Paint::Widget),
-                        Node::new("android.widget.TextView", summary_box)
-                            .id("android:id/summary")
-                            .text(*summary)
-                            .paint(Paint::Widget),
-                    ])])
+                    .children([
+                        Node::new("android.widget.RelativeLayout", visible).children([
+                            Node::new("android.widget.TextView", title_box)
+                                .id("android:id/title")
+                                .text(*title)
+                                .paint(Paint::Widget),
+                            Node::new("android.widget.TextView", summary_box)
+                                .id("android:id/summary")
+                                .text(*summary)
+                                .paint(Paint::Widget),
+                        ]),
+                    ])
             })
         })
         .collect();
@@ -625,7 +640,12 @@ fn browser_screen(display: &Display, browser: &Browser) -> Node {
     let area = display.app_area();
     let bar = Rect::new(area.left, area.top, area.right, area.top + dp(56));
     let page = Rect::new(area.left, bar.bottom, area.right, area.bottom);
-    let url_box = Rect::new(bar.left + dp(8), bar.top + dp(4), bar.right - dp(8), bar.bottom - dp(4));
+    let url_box = Rect::new(
+        bar.left + dp(8),
+        bar.top + dp(4),
+        bar.right - dp(8),
+        bar.bottom - dp(4),
+    );
     let content = Node::new("android.widget.LinearLayout", area).children([
         Node::new("android.widget.LinearLayout", bar)
             .paint(Paint::Solid([0xee, 0xee, 0xee]))

@@ -90,7 +90,10 @@ fn getprop(device: &Device, args: &[String]) -> Output {
 
 fn setprop(device: &mut Device, args: &[String]) -> Output {
     let [name, value] = args else {
-        return Output::fail(1, "usage: setprop NAME VALUE\n\nSets an Android system property.\n");
+        return Output::fail(
+            1,
+            "usage: setprop NAME VALUE\n\nSets an Android system property.\n",
+        );
     };
     // The shell user may set debug and similar properties, never read-only ones.
     if name.starts_with("ro.") || name.starts_with("sys.") || name.starts_with("persist.sys.") {
@@ -139,7 +142,10 @@ fn settings(device: &mut Device, args: &[String]) -> Output {
 
 /// `wm size` and `wm density` (overrides are remembered and reported, not applied).
 fn wm(device: &mut Device, args: &[String]) -> Output {
-    match (args.first().map(String::as_str), args.get(1).map(String::as_str)) {
+    match (
+        args.first().map(String::as_str),
+        args.get(1).map(String::as_str),
+    ) {
         (Some("size"), None) => {
             let mut text = format!("Physical size: {PANEL_WIDTH}x{PANEL_HEIGHT}\n");
             if let Some((width, height)) = device.size_override {
@@ -191,7 +197,9 @@ fn wm(device: &mut Device, args: &[String]) -> Output {
 /// `pm list packages`, `path`, `install`, `uninstall`, `clear`, `grant`/`revoke`.
 fn pm(device: &mut Device, session: &Session, args: &[String], input: &mut dyn Input) -> Output {
     let Some(verb) = args.first() else {
-        return Output::ok("Package manager (package) commands:\n  help\n    Print this help text.\n");
+        return Output::ok(
+            "Package manager (package) commands:\n  help\n    Print this help text.\n",
+        );
     };
     let rest = &args[1..];
     match verb.as_str() {
@@ -233,7 +241,9 @@ fn pm(device: &mut Device, session: &Session, args: &[String], input: &mut dyn I
             Some(name) if device.package(name).is_some() => Output::default(),
             Some(name) => Output::fail(
                 255,
-                format!("Exception occurred while executing '{verb}':\njava.lang.IllegalArgumentException: Unknown package: {name}\n"),
+                format!(
+                    "Exception occurred while executing '{verb}':\njava.lang.IllegalArgumentException: Unknown package: {name}\n"
+                ),
             ),
             None => Output::fail(255, "Error: no package specified\n"),
         },
@@ -264,7 +274,7 @@ fn list_packages(device: &Device, args: &[String]) -> Output {
     let listed = device
         .packages
         .iter()
-        .filter(|p| !(third_party && p.system) && !(system && !p.system))
+        .filter(|p| if p.system { !third_party } else { !system })
         .filter(|p| filter.is_none_or(|f| p.name.contains(f)))
         .map(|p| {
             let mut line = String::from("package:");
@@ -280,7 +290,12 @@ fn list_packages(device: &Device, args: &[String]) -> Output {
     Output::ok(lines(listed))
 }
 
-fn install(device: &mut Device, session: &Session, args: &[String], input: &mut dyn Input) -> Output {
+fn install(
+    device: &mut Device,
+    session: &Session,
+    args: &[String],
+    input: &mut dyn Input,
+) -> Output {
     let mut size: Option<usize> = None;
     let mut path: Option<&String> = None;
     let mut iter = args.iter();
@@ -323,9 +338,7 @@ fn install(device: &mut Device, session: &Session, args: &[String], input: &mut 
         );
         return Output::fail(255, stderr);
     }
-    device
-        .installs
-        .push(device::normalize(path, &session.cwd));
+    device.installs.push(device::normalize(path, &session.cwd));
     Output::ok("Success\n")
 }
 
@@ -465,8 +478,15 @@ fn parse_intent(args: &[String]) -> Result<Intent, String> {
                 let key = value()?;
                 intent.extras.push((key, String::new()));
             }
-            "--user" | "--receiver-permission" | "--windowingMode" | "--activityType"
-            | "--display" | "-P" | "--start-profiler" | "--sampling" | "--task" => {
+            "--user"
+            | "--receiver-permission"
+            | "--windowingMode"
+            | "--activityType"
+            | "--display"
+            | "-P"
+            | "--start-profiler"
+            | "--sampling"
+            | "--task" => {
                 value()?;
             }
             flag if flag.starts_with('-') => {}
@@ -479,7 +499,9 @@ fn parse_intent(args: &[String]) -> Result<Intent, String> {
 /// `am start`, `force-stop`, `kill`, `broadcast`, `get-current-user`.
 fn am(device: &mut Device, args: &[String]) -> Output {
     let Some(verb) = args.first() else {
-        return Output::ok("Activity manager (activity) commands:\n  help\n      Print this help text.\n");
+        return Output::ok(
+            "Activity manager (activity) commands:\n  help\n      Print this help text.\n",
+        );
     };
     let rest = &args[1..];
     match verb.as_str() {
@@ -629,7 +651,9 @@ fn broadcast(device: &mut Device, args: &[String]) -> Output {
 
 /// Android 11's `input` usage, printed on errors. The sources come in `HashMap` order.
 fn input_usage() -> String {
-    let mut text = String::from("Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]\n\nThe sources are: \n");
+    let mut text = String::from(
+        "Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]\n\nThe sources are: \n",
+    );
     for source in INPUT_SOURCES {
         let _ = writeln!(text, "      {source}");
     }
@@ -746,7 +770,10 @@ const KEY_NAMES: [(&str, u32); 62] = [
 ];
 
 /// The next argument of an `input` command, or the error `nextArgRequired` throws.
-fn next_arg<'a>(args: &mut std::slice::Iter<'a, String>, previous: &str) -> Result<&'a String, String> {
+fn next_arg<'a>(
+    args: &mut std::slice::Iter<'a, String>,
+    previous: &str,
+) -> Result<&'a String, String> {
     args.next()
         .ok_or_else(|| format!("Argument expected after \"{previous}\""))
 }
@@ -761,8 +788,7 @@ fn parse_float(text: &str, command: &str) -> Result<f32, String> {
 /// What `input text` cannot type: the virtual keyboard's key map has printable ASCII,
 /// newline and tab, and `getEvents` returns null for anything else.
 fn typeable(text: &str) -> bool {
-    text.chars()
-        .all(|c| matches!(c, ' '..='~' | '\n' | '\t'))
+    text.chars().all(|c| matches!(c, ' '..='~' | '\n' | '\t'))
 }
 
 fn input_command(device: &mut Device, args: &[String]) -> Output {
@@ -787,10 +813,7 @@ fn run_input(device: &mut Device, args: &[String]) -> Result<Output, String> {
     }
     let name = command.as_str();
     let point = |x: &str, y: &str| -> Result<(i32, i32), String> {
-        Ok((
-            parse_float(x, name)? as i32,
-            parse_float(y, name)? as i32,
-        ))
+        Ok((parse_float(x, name)? as i32, parse_float(y, name)? as i32))
     };
     match name {
         "text" => {
@@ -945,7 +968,9 @@ fn ime(device: &mut Device, args: &[String]) -> Output {
                 "Reset current and enabled IMEs for user #0\n  Selected: {LATIN_IME}\n   Enabled: {LATIN_IME}\n"
             ))
         }
-        _ => Output::ok("ime <command>:\n  list [-a] [-s]\n    prints all enabled input methods.\n  enable [--user <USER_ID>] <ID>\n    allows the given input method ID to be used.\n  disable [--user <USER_ID>] <ID>\n    disallows the given input method ID to be used.\n  set [--user <USER_ID>] <ID>\n    switches to the given input method ID.\n  reset [--user <USER_ID>]\n    reset currently selected/enabled IMEs to the default ones as if the device is initially booted with the current locale.\n"),
+        _ => Output::ok(
+            "ime <command>:\n  list [-a] [-s]\n    prints all enabled input methods.\n  enable [--user <USER_ID>] <ID>\n    allows the given input method ID to be used.\n  disable [--user <USER_ID>] <ID>\n    disallows the given input method ID to be used.\n  set [--user <USER_ID>] <ID>\n    switches to the given input method ID.\n  reset [--user <USER_ID>]\n    reset currently selected/enabled IMEs to the default ones as if the device is initially booted with the current locale.\n",
+        ),
     }
 }
 
@@ -1007,7 +1032,10 @@ fn uiautomator(device: &mut Device, session: &Session, args: &[String]) -> Outpu
     }
     if device.dumps_to_fail > 0 {
         device.dumps_to_fail -= 1;
-        return Output::fail(0, "ERROR: null root node returned by UiTestAutomationBridge.\n");
+        return Output::fail(
+            0,
+            "ERROR: null root node returned by UiTestAutomationBridge.\n",
+        );
     }
     let display = device.display();
     let root = device.tree();
@@ -1107,7 +1135,11 @@ fn configuration(device: &Device) -> String {
         display.width * 160 / 440,
         (display.height - super::apps::STATUS_BAR - super::apps::NAV_BAR) * 160 / 440,
     );
-    let orientation = if display.rotation % 2 == 1 { "land" } else { "port" };
+    let orientation = if display.rotation % 2 == 1 {
+        "land"
+    } else {
+        "port"
+    };
     let area = display.app_area();
     format!(
         "{{1.0 310mcc260mnc [en_US] ldltr sw392dp w{w_dp}dp h{h_dp}dp 440dpi nrml long {orientation} finger qwerty/v/v -nav/h winConfig={{ mBounds=Rect(0, 0 - {}, {}) mAppBounds=Rect({}, {} - {}, {}) mWindowingMode=fullscreen mDisplayWindowingMode=fullscreen mActivityType=undefined mAlwaysOnTop=undefined mRotation=ROTATION_{}}} s.12}}",
@@ -1222,7 +1254,11 @@ fn displays_section(device: &Device) -> String {
             "  * Task{{{:x} #{} type={} A={}:{} U=0 visible={} mode=fullscreen translucent=false sz={}}}",
             task.id.wrapping_mul(0x9e37_79b9) >> 4,
             task.id,
-            if task.package == super::apps::LAUNCHER { "home" } else { "standard" },
+            if task.package == super::apps::LAUNCHER {
+                "home"
+            } else {
+                "standard"
+            },
             10100 + task.id,
             task.package,
             std::ptr::eq(task, front_task),
@@ -1250,11 +1286,25 @@ fn dumpsys(device: &Device, args: &[String]) -> Output {
         Some("activity") => {
             let front = device.front();
             let task = device.front_task();
-            let mut text = String::from("ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n");
+            let mut text = String::from(
+                "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\nDisplay #0 (activities from top to bottom):\n",
+            );
             for task in device.tasks.iter().rev() {
-                let _ = writeln!(text, "  * Task{{{:x} #{} A={} U=0 sz={}}}", task.id.wrapping_mul(0x9e37_79b9) >> 4, task.id, task.package, task.records.len());
+                let _ = writeln!(
+                    text,
+                    "  * Task{{{:x} #{} A={} U=0 sz={}}}",
+                    task.id.wrapping_mul(0x9e37_79b9) >> 4,
+                    task.id,
+                    task.package,
+                    task.records.len()
+                );
                 for record in task.records.iter().rev() {
-                    let _ = writeln!(text, "    * Hist #{}: {}", 0, activity_record(record, task.id));
+                    let _ = writeln!(
+                        text,
+                        "    * Hist #{}: {}",
+                        0,
+                        activity_record(record, task.id)
+                    );
                 }
             }
             let _ = write!(
@@ -1271,7 +1321,11 @@ fn dumpsys(device: &Device, args: &[String]) -> Output {
                 task.package,
                 task.records.len(),
             );
-            let _ = writeln!(text, "    mResumedActivity: {}", activity_record(front, task.id));
+            let _ = writeln!(
+                text,
+                "    mResumedActivity: {}",
+                activity_record(front, task.id)
+            );
             Output::ok(text)
         }
         Some("package") => {
@@ -1286,16 +1340,27 @@ fn dumpsys(device: &Device, args: &[String]) -> Output {
                     package.uid,
                     package.uid.wrapping_mul(0x9e37_79b9) >> 4,
                     package.name,
-                    package.apk.rsplit_once('/').map_or(package.apk.as_str(), |(dir, _)| dir),
+                    package
+                        .apk
+                        .rsplit_once('/')
+                        .map_or(package.apk.as_str(), |(dir, _)| dir),
                     package.version_code,
                     package.version_name,
-                    if package.debuggable { "DEBUGGABLE " } else if package.system { "SYSTEM " } else { "" },
+                    if package.debuggable {
+                        "DEBUGGABLE "
+                    } else if package.system {
+                        "SYSTEM "
+                    } else {
+                        ""
+                    },
                 )),
                 None => Output::default(),
             }
         }
         Some(other) => Output::fail(0, format!("Can't find service: {other}\n")),
-        None => Output::ok("Currently running services:\n  activity\n  input_method\n  package\n  window\n"),
+        None => Output::ok(
+            "Currently running services:\n  activity\n  input_method\n  package\n  window\n",
+        ),
     }
 }
 
@@ -1323,7 +1388,10 @@ fn monkey(device: &mut Device, args: &[String]) -> Output {
     let _ = writeln!(
         stdout,
         "args: [{}]",
-        args.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
+        args.iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     for arg in args {
         let _ = writeln!(stdout, " arg: \"{arg}\"");
@@ -1391,7 +1459,12 @@ fn sqlite3(device: &Device, args: &[String]) -> Output {
         return Output::fail(1, "Usage: sqlite3 [OPTIONS] FILENAME [SQL]\n");
     };
     if !database.ends_with("notes.db") {
-        return Output::fail(1, format!("Error: unable to open database \"{database}\": unable to open database file\n"));
+        return Output::fail(
+            1,
+            format!(
+                "Error: unable to open database \"{database}\": unable to open database file\n"
+            ),
+        );
     }
     let lower = sql.trim().trim_end_matches(';').to_lowercase();
     if lower.starts_with("select") && lower.contains("from notes") {
@@ -1459,8 +1532,7 @@ mod tests {
     fn screens_have_their_components() {
         assert!(Screen::for_component("com.example.notes", ".LoginActivity").is_some());
         assert!(
-            Screen::for_component("com.example.notes", "com.example.notes.ListActivity")
-                .is_some()
+            Screen::for_component("com.example.notes", "com.example.notes.ListActivity").is_some()
         );
     }
 }

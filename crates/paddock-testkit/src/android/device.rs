@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::apps::{
-    self, ADB_KEYBOARD, ADB_KEYBOARD_IME, BROWSER, Browser, Display, LATIN_IME, LAUNCHER,
-    NOTES, NoteList, NotesData, SETTINGS, Screen, TextField,
+    self, ADB_KEYBOARD, ADB_KEYBOARD_IME, BROWSER, Browser, Display, LATIN_IME, LAUNCHER, NOTES,
+    NoteList, NotesData, SETTINGS, Screen, TextField,
 };
 use super::ui::{Action, Field, Node};
 
@@ -411,7 +411,11 @@ impl Files {
     }
 
     /// The names in a directory as `app` (under `run-as`) or the shell user sees them.
-    pub(crate) fn list_as(&self, path: &str, app: Option<&str>) -> Result<Vec<(String, Stat)>, FsError> {
+    pub(crate) fn list_as(
+        &self,
+        path: &str,
+        app: Option<&str>,
+    ) -> Result<Vec<(String, Stat)>, FsError> {
         if !self.directories.contains(path) {
             return Err(if self.files.contains_key(path) {
                 FsError::NotDirectory
@@ -641,7 +645,10 @@ impl Device {
             ("ro.build.tags", "release-keys"),
             ("ro.build.fingerprint", fingerprint),
             ("ro.product.brand", "google"),
-            ("ro.product.cpu.abi", if emulator { "x86_64" } else { "arm64-v8a" }),
+            (
+                "ro.product.cpu.abi",
+                if emulator { "x86_64" } else { "arm64-v8a" },
+            ),
             ("ro.sf.lcd_density", "440"),
             ("ro.debuggable", "0"),
             ("ro.secure", "1"),
@@ -658,7 +665,10 @@ impl Device {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
         properties.insert("ro.product.model".into(), config.model.clone());
-        properties.insert("ro.product.manufacturer".into(), config.manufacturer.clone());
+        properties.insert(
+            "ro.product.manufacturer".into(),
+            config.manufacturer.clone(),
+        );
         properties.insert("ro.product.name".into(), config.product.clone());
         properties.insert("ro.product.device".into(), config.device.clone());
         properties.insert("ro.serialno".into(), config.serial_number.clone());
@@ -849,7 +859,10 @@ impl Device {
         }
         if let Some(index) = self.tasks.iter().position(|task| task.package == package) {
             let task = self.tasks.remove(index);
-            let root_matches = task.records.first().map(|record| record.screen.short_class())
+            let root_matches = task
+                .records
+                .first()
+                .map(|record| record.screen.short_class())
                 == Some(screen.short_class());
             self.tasks.push(task);
             if root_matches {

@@ -14,11 +14,7 @@ use super::shell_words::quote;
 /// `avd/NAME.ini` per AVD under `dir`. The script hands the device to the adb server named by
 /// `ANDROID_ADB_SERVER_PORT`, or by a `tcp:HOST:PORT` in `ADB_SERVER_SOCKET`, else port 5037,
 /// as the emulator does.
-pub fn fake_android_home(
-    dir: &Path,
-    fake_android_bin: &Path,
-    avds: &[&str],
-) -> anyhow::Result<()> {
+pub fn fake_android_home(dir: &Path, fake_android_bin: &Path, avds: &[&str]) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
 
     let emulator_dir = dir.join("emulator");

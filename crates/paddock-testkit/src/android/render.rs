@@ -133,21 +133,46 @@ pub(crate) fn render(root: &Node, display: &Display) -> Frame {
     let status = display.status_bar();
     frame.fill(status, [0x20, 0x20, 0x20]);
     // The clock and the battery.
-    draw_text(&mut frame, Rect::new(status.left + 30, status.top, status.left + 200, status.bottom), "12:00");
+    draw_text(
+        &mut frame,
+        Rect::new(
+            status.left + 30,
+            status.top,
+            status.left + 200,
+            status.bottom,
+        ),
+        "12:00",
+    );
     frame.fill(
-        Rect::new(status.right - 90, status.top + 18, status.right - 40, status.bottom - 18),
+        Rect::new(
+            status.right - 90,
+            status.top + 18,
+            status.right - 40,
+            status.bottom - 18,
+        ),
         [0xe0, 0xe0, 0xe0],
     );
     let nav = display.nav_bar();
     frame.fill(nav, [0x00, 0x00, 0x00]);
     let (cx, cy) = nav.center();
     let buttons: [(i32, i32); 3] = if nav.width() >= nav.height() {
-        [(cx - nav.width() / 4, cy), (cx, cy), (cx + nav.width() / 4, cy)]
+        [
+            (cx - nav.width() / 4, cy),
+            (cx, cy),
+            (cx + nav.width() / 4, cy),
+        ]
     } else {
-        [(cx, cy + nav.height() / 4), (cx, cy), (cx, cy - nav.height() / 4)]
+        [
+            (cx, cy + nav.height() / 4),
+            (cx, cy),
+            (cx, cy - nav.height() / 4),
+        ]
     };
     for (x, y) in buttons {
-        frame.fill(Rect::new(x - 20, y - 20, x + 20, y + 20), [0xd0, 0xd0, 0xd0]);
+        frame.fill(
+            Rect::new(x - 20, y - 20, x + 20, y + 20),
+            [0xd0, 0xd0, 0xd0],
+        );
     }
     frame
 }

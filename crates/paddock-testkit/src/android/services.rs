@@ -281,7 +281,12 @@ fn exit_packet(writer: &mut StreamWriter, code: i32) {
     let _ = writer.send(&bytes);
 }
 
-fn run_shell(core: &Core, request: ShellRequest, mut reader: StreamReader, mut writer: StreamWriter) {
+fn run_shell(
+    core: &Core,
+    request: ShellRequest,
+    mut reader: StreamReader,
+    mut writer: StreamWriter,
+) {
     let mut session = Session::default();
     if request.command.is_empty() {
         let code = if request.pty {

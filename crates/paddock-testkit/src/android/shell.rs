@@ -134,7 +134,10 @@ enum Target {
     /// The session's stderr.
     Stderr,
     Null,
-    File { path: String, append: bool },
+    File {
+        path: String,
+        append: bool,
+    },
 }
 
 /// Runs one command line; returns its status.
@@ -246,9 +249,10 @@ fn run_simple(
             append: false,
         } = target
         {
-            let result = lock(&core.device)
-                .files
-                .write(path, Vec::new(), 0o666, device::BOOT_TIME, false);
+            let result =
+                lock(&core.device)
+                    .files
+                    .write(path, Vec::new(), 0o666, device::BOOT_TIME, false);
             if let Err(error) = result {
                 sink.stderr(format!("{SH}: can't create {path}: {}\n", error.message()).as_bytes());
                 *piped = if last { None } else { Some(Vec::new()) };
@@ -300,10 +304,46 @@ fn run_simple(
 
 /// The commands the device has, for `which` (every one lives in `/system/bin`).
 const KNOWN: [&str; 40] = [
-    "am", "cat", "cmd", "cp", "dumpsys", "echo", "false", "getprop", "grep", "id", "ime",
-    "input", "log", "logcat", "ls", "mkdir", "monkey", "mv", "pidof", "pm", "printf", "ps",
-    "rm", "run-as", "screencap", "settings", "sh", "sleep", "svc", "test", "toybox", "touch",
-    "true", "uiautomator", "uname", "wc", "whoami", "which", "wm", "setprop",
+    "am",
+    "cat",
+    "cmd",
+    "cp",
+    "dumpsys",
+    "echo",
+    "false",
+    "getprop",
+    "grep",
+    "id",
+    "ime",
+    "input",
+    "log",
+    "logcat",
+    "ls",
+    "mkdir",
+    "monkey",
+    "mv",
+    "pidof",
+    "pm",
+    "printf",
+    "ps",
+    "rm",
+    "run-as",
+    "screencap",
+    "settings",
+    "sh",
+    "sleep",
+    "svc",
+    "test",
+    "toybox",
+    "touch",
+    "true",
+    "uiautomator",
+    "uname",
+    "wc",
+    "whoami",
+    "which",
+    "wm",
+    "setprop",
 ];
 
 /// Runs one command with its arguments.
@@ -336,7 +376,10 @@ pub(crate) fn run_command(
                 Some(Stat::File { .. }) => {
                     Output::fail(2, format!("{SH}: cd: {target}: Not a directory\n"))
                 }
-                None => Output::fail(2, format!("{SH}: cd: {target}: No such file or directory\n")),
+                None => Output::fail(
+                    2,
+                    format!("{SH}: cd: {target}: No such file or directory\n"),
+                ),
             }
         }
         "echo" => echo(rest),
@@ -356,7 +399,13 @@ pub(crate) fn run_command(
                 let script = String::from_utf8_lossy(&input.read_all()).into_owned();
                 let mut nested = session.clone();
                 let mut capture = Capture::default();
-                let code = run_line(core, &mut nested, &script, &mut Buffered::default(), &mut capture);
+                let code = run_line(
+                    core,
+                    &mut nested,
+                    &script,
+                    &mut Buffered::default(),
+                    &mut capture,
+                );
                 Output {
                     stdout: capture.stdout,
                     stderr: capture.stderr,
@@ -383,7 +432,9 @@ pub(crate) fn run_command(
         "whoami" => Output::ok("shell\n"),
         "uname" => {
             if rest.iter().any(|arg| arg == "-a") {
-                Output::ok("Linux localhost 4.14.180-perf+ #1 SMP PREEMPT Tue Sep 7 18:26:17 UTC 2021 aarch64\n")
+                Output::ok(
+                    "Linux localhost 4.14.180-perf+ #1 SMP PREEMPT Tue Sep 7 18:26:17 UTC 2021 aarch64\n",
+                )
             } else {
                 Output::ok("Linux\n")
             }
@@ -427,7 +478,10 @@ pub(crate) fn run_command(
 /// debuggable (the check `run-as` makes on a user build).
 fn run_as(core: &Core, session: &Session, args: &[String], input: &mut dyn Input) -> Output {
     let Some(package) = args.first() else {
-        return Output::fail(1, "usage: run-as <package-name> [--user <uid>] <command> [<args>]\n");
+        return Output::fail(
+            1,
+            "usage: run-as <package-name> [--user <uid>] <command> [<args>]\n",
+        );
     };
     let debuggable = {
         let device = lock(&core.device);
@@ -562,19 +616,23 @@ fn ls(core: &Core, session: &Session, args: &[String]) -> Output {
                     .stdout
                     .extend_from_slice(line(&target, &stat).as_bytes());
             }
-            Some(Stat::Directory { .. }) => match device.files.list_as(&path, session.run_as.as_deref()) {
-                Ok(entries) => {
-                    for (name, stat) in entries {
-                        output.stdout.extend_from_slice(line(&name, &stat).as_bytes());
+            Some(Stat::Directory { .. }) => {
+                match device.files.list_as(&path, session.run_as.as_deref()) {
+                    Ok(entries) => {
+                        for (name, stat) in entries {
+                            output
+                                .stdout
+                                .extend_from_slice(line(&name, &stat).as_bytes());
+                        }
+                    }
+                    Err(error) => {
+                        output
+                            .stderr
+                            .extend_from_slice(fs_error("ls", &target, error).as_bytes());
+                        output.code = 1;
                     }
                 }
-                Err(error) => {
-                    output
-                        .stderr
-                        .extend_from_slice(fs_error("ls", &target, error).as_bytes());
-                    output.code = 1;
-                }
-            },
+            }
             None => {
                 output
                     .stderr
@@ -751,7 +809,10 @@ fn grep(core: &Core, session: &Session, args: &[String], input: &mut dyn Input) 
     let mut matched = 0;
     let mut stdout = String::new();
     for line in text.lines() {
-        let hit = expressions.iter().any(|expression| expression.is_match(line)) != invert;
+        let hit = expressions
+            .iter()
+            .any(|expression| expression.is_match(line))
+            != invert;
         if hit {
             matched += 1;
             if !count && !quiet {

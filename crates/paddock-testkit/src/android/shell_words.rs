@@ -349,11 +349,11 @@ pub(crate) fn parse(line: &str) -> Result<Script, ShellSyntaxError> {
         match token {
             Token::Word(word) => command.words.push(word),
             Token::RedirectOut { fd, append } => match tokens.next() {
-                Some(Token::Word(target)) => command.redirects.push(Redirect::Output {
-                    fd,
-                    target,
-                    append,
-                }),
+                Some(Token::Word(target)) => {
+                    command
+                        .redirects
+                        .push(Redirect::Output { fd, target, append })
+                }
                 _ => return Err(unexpected("newline")),
             },
             Token::RedirectIn => match tokens.next() {
@@ -442,7 +442,10 @@ mod tests {
         assert_eq!(words("input text 'a b'"), ["input", "text", "a b"]);
         assert_eq!(words(r"input text a\ b"), ["input", "text", "a b"]);
         assert_eq!(words(r#"input text "a b""#), ["input", "text", "a b"]);
-        assert_eq!(words(r#"echo "a\"b" 'c\d' e''f"#), ["echo", "a\"b", r"c\d", "ef"]);
+        assert_eq!(
+            words(r#"echo "a\"b" 'c\d' e''f"#),
+            ["echo", "a\"b", r"c\d", "ef"]
+        );
         assert_eq!(words("echo ''"), ["echo", ""]);
         assert_eq!(words(r#"echo "x\ny""#), ["echo", r"x\ny"]);
     }
@@ -465,13 +468,14 @@ mod tests {
             ]
         );
         let last = &script.pipelines[3].1.commands[0];
-        assert_eq!(
-            last.redirects[0],
-            Redirect::Duplicate { fd: 2, to: 1 }
-        );
+        assert_eq!(last.redirects[0], Redirect::Duplicate { fd: 2, to: 1 });
         assert!(matches!(
             &last.redirects[1],
-            Redirect::Output { fd: 1, append: true, .. }
+            Redirect::Output {
+                fd: 1,
+                append: true,
+                ..
+            }
         ));
     }
 

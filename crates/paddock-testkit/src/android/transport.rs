@@ -16,8 +16,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use super::wire::{
-    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, DEVICE_MAX_PAYLOAD,
-    Packet, READ_LIMIT,
+    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, DEVICE_MAX_PAYLOAD, Packet,
+    READ_LIMIT,
 };
 
 /// What runs a service on a stream once it is open.
@@ -132,13 +132,9 @@ pub(crate) fn serve(
     let mut reader = io::BufReader::new(socket);
     let mut connected = false;
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
-    loop {
-        let packet = match Packet::read_from(&mut reader, READ_LIMIT) {
-            Ok(packet) => packet,
-            // A broken header leaves the stream out of step, so the connection ends
-            // (protocol.md: "MUST result in the closing of the remote connection").
-            Err(_) => break,
-        };
+    // A broken header leaves the stream out of step, so the connection ends (protocol.md:
+    // "MUST result in the closing of the remote connection").
+    while let Ok(packet) = Packet::read_from(&mut reader, READ_LIMIT) {
         workers.retain(|worker| !worker.is_finished());
         match packet.command {
             A_CNXN => {
@@ -148,7 +144,8 @@ pub(crate) fn serve(
                 }
                 connected = true;
                 let version = packet.arg0.min(A_VERSION);
-                let max_payload = packet.arg1.clamp(4096, DEVICE_MAX_PAYLOAD);
+                // The smaller of the host's maximum and the device's.
+                let max_payload = packet.arg1.clamp(1, DEVICE_MAX_PAYLOAD);
                 connection.max_payload.store(max_payload, Ordering::SeqCst);
                 let banner = services.banner().into_bytes();
                 if connection
@@ -227,10 +224,7 @@ pub(crate) fn serve(
 }
 
 fn close_all_streams(connection: &Connection) {
-    let streams: Vec<_> = lock(&connection.streams)
-        .drain()
-        .map(|(_, s)| s)
-        .collect();
+    let streams: Vec<_> = lock(&connection.streams).drain().map(|(_, s)| s).collect();
     for stream in streams {
         stream.mark_closed();
     }
@@ -238,7 +232,10 @@ fn close_all_streams(connection: &Connection) {
 
 /// The service string of an OPEN: the payload up to its terminating NUL.
 fn service_name(payload: &[u8]) -> String {
-    let end = payload.iter().position(|b| *b == 0).unwrap_or(payload.len());
+    let end = payload
+        .iter()
+        .position(|b| *b == 0)
+        .unwrap_or(payload.len());
     String::from_utf8_lossy(&payload[..end]).into_owned()
 }
 
@@ -400,7 +397,6 @@ impl StreamWriter {
         let data = std::mem::take(&mut self.buffer);
         self.send_now(&data)
     }
-
 }
 
 impl Drop for StreamWriter {

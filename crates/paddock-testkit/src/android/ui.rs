@@ -51,10 +51,7 @@ impl Rect {
     }
 
     pub fn center(&self) -> (i32, i32) {
-        (
-            self.left + self.width() / 2,
-            self.top + self.height() / 2,
-        )
+        (self.left + self.width() / 2, self.top + self.height() / 2)
     }
 
     /// A rectangle inset by `dx` and `dy` on each side.
@@ -241,6 +238,7 @@ impl Node {
     }
 
     /// Every node, parents before children.
+    #[cfg(test)]
     pub fn walk(&self) -> Vec<&Node> {
         let mut nodes = vec![self];
         let mut index = 0;
@@ -283,14 +281,6 @@ impl Node {
         }
         self.scrollable.then_some(self)
     }
-
-    /// Finds the first node (pre-order) that `matches`.
-    pub fn find(&self, matches: &dyn Fn(&Node) -> bool) -> Option<&Node> {
-        if matches(self) {
-            return Some(self);
-        }
-        self.children.iter().find_map(|child| child.find(matches))
-    }
 }
 
 /// The classes whose clickable-but-nameless nodes the dumper does not flag as NAF.
@@ -308,10 +298,8 @@ fn naf(node: &Node) -> bool {
     {
         return false;
     }
-    let nameless = node.clickable
-        && node.enabled
-        && node.content_desc.is_empty()
-        && node.text.is_empty();
+    let nameless =
+        node.clickable && node.enabled && node.content_desc.is_empty() && node.text.is_empty();
     nameless && !descendant_named(node)
 }
 
@@ -412,8 +400,10 @@ mod tests {
     #[test]
     fn leaves_close_themselves_and_attributes_keep_their_order() {
         let root = Node::new("android.widget.FrameLayout", Rect::new(0, 0, 100, 200))
-            .children([Node::new("android.widget.TextView", Rect::new(0, 0, 50, 50))
-                .text("a \"b\" & <c>\n😀")])
+            .children([
+                Node::new("android.widget.TextView", Rect::new(0, 0, 50, 50))
+                    .text("a \"b\" & <c>\n😀"),
+            ])
             .in_package("p");
         let xml = hierarchy_xml(&root, 0, 100, 200);
         assert_eq!(

@@ -115,10 +115,12 @@ impl Packet {
             return Err(WireError::TooLong { length, limit });
         }
         let mut payload = vec![0u8; length as usize];
-        reader.read_exact(&mut payload).map_err(|error| match error.kind() {
-            io::ErrorKind::UnexpectedEof => WireError::Closed,
-            _ => WireError::Io(error),
-        })?;
+        reader
+            .read_exact(&mut payload)
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::UnexpectedEof => WireError::Closed,
+                _ => WireError::Io(error),
+            })?;
         Ok(Self {
             command,
             arg0,
