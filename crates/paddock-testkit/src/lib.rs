@@ -3,7 +3,8 @@
 //! never touch the user's daemon and run in parallel; dropping it stops whatever it started.
 //! [`RawRequest`] writes HTTP/1.1 by hand, because the ingress tests must send Host and Origin
 //! values that ordinary clients never produce. [`tls::TestCa`] makes a certificate authority at
-//! test time for servers that speak TLS (the scripted model server can).
+//! test time for servers that speak TLS (the scripted model server can). [`android`] is a fake
+//! Android 11 phone that the real adb server connects to, with a private adb server per test.
 
 pub mod android;
 pub mod fixture;
