@@ -655,6 +655,14 @@ fn activity_and_package_managers_answer_like_android_11() {
         String::from_utf8_lossy(&class.stderr),
         "Error type 3\nError: Activity class {com.example.notes/com.example.notes.Nope} does not exist.\n"
     );
+    let settings = phone.ok("am start -W -n com.android.settings/.Settings");
+    assert!(
+        settings.starts_with(
+            "Starting: Intent { cmp=com.android.settings/.Settings }\nStatus: ok\nLaunchState: COLD\nActivity: com.android.settings/.Settings\nTotalTime: "
+        ),
+        "{settings}"
+    );
+    assert_eq!(phone.device.screen(), "settings");
     let not_debuggable = phone.shell("run-as com.example.notes ls");
     assert_eq!(not_debuggable.status.code(), Some(1));
     assert_eq!(
