@@ -335,6 +335,14 @@ fn signing_in_reaches_the_list_and_back_returns() {
                 && line.ends_with(" u0 com.example.notes/.ListActivity t12}")),
         "{windows}"
     );
+    let displays = phone.ok("dumpsys window displays");
+    assert!(displays.contains("  mCurrentFocus=Window{"), "{displays}");
+    // As on Android 11, the window list no longer carries the focus lines.
+    assert!(
+        !phone
+            .ok("dumpsys window windows")
+            .contains("mCurrentFocus=")
+    );
     // The switch in the toolbar toggles.
     phone.tap_node(|n| n.attribute("text") == Some("Dark mode"));
     let document_xml = phone.dump();

@@ -730,13 +730,13 @@ pub(crate) fn key_code(name: &str) -> u32 {
         return if number <= 288 { number } else { 0 };
     }
     let name = name.strip_prefix("KEYCODE_").unwrap_or(name);
-    if let Some(letter) = name.strip_prefix("").filter(|n| n.len() == 1) {
-        let c = letter.chars().next().unwrap_or(' ');
+    // Letters and digits are `KEYCODE_A`…`KEYCODE_Z` and `KEYCODE_0`…`KEYCODE_9`.
+    if let [c] = name.as_bytes() {
         if c.is_ascii_uppercase() {
-            return 29 + (c as u32 - 'A' as u32);
+            return 29 + u32::from(c - b'A');
         }
         if c.is_ascii_digit() {
-            return 7 + (c as u32 - '0' as u32);
+            return 7 + u32::from(c - b'0');
         }
     }
     KEY_NAMES
