@@ -76,11 +76,32 @@ pub async fn warm(
         count,
         platform,
         profile,
+        avd,
     } = params;
+    if platform == "android" {
+        let Some(avd) = avd else {
+            return Err(ControlError::new(
+                ErrorCode::InvalidParams,
+                "an Android device is warmed by booting an emulator: give `--avd NAME` (phones join the pool by themselves when adb lists them)",
+            ));
+        };
+        let sender = progress.clone();
+        let reporter = paddock_devices::progress::Reporter::new(move |step| {
+            let _ = sender.send(step.message);
+        });
+        let serial = paddock_devices::progress::with_progress(reporter, pool.warm_avd(&avd))
+            .await
+            .map_err(|error| ControlError::new(ErrorCode::DeviceError, error.to_string()))?;
+        return Ok(DevicesWarmResult {
+            warmed: vec![serial],
+        });
+    }
     if platform != "web" {
         return Err(ControlError::new(
             ErrorCode::InvalidParams,
-            format!("no `{platform}` devices can be warmed: this release drives web devices only"),
+            format!(
+                "no `{platform}` devices can be warmed: this release drives web and Android devices"
+            ),
         ));
     }
     if !(1..=16).contains(&count) {

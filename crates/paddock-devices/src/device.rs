@@ -58,7 +58,7 @@ pub struct Point {
 pub enum Target {
     /// A ref from an observation (`e12`).
     Ref(String),
-    /// Visible text or accessible name: exact match first, then case-insensitive substring.
+    /// Visible text or accessible name.
     Text(String),
     /// An element id attribute.
     Id(String),
@@ -111,6 +111,14 @@ pub enum Key {
     ArrowRight,
     PageUp,
     PageDown,
+    /// Android only: the recent-apps button.
+    AppSwitch,
+    /// Android only.
+    VolumeUp,
+    /// Android only.
+    VolumeDown,
+    /// Android only: the power button (turns the screen off or on).
+    Power,
 }
 
 /// Something to do on a device.
@@ -225,6 +233,9 @@ pub struct Observation {
     /// What happened since the last observation that the screen does not show (an alert that
     /// was answered).
     pub notices: Vec<String>,
+    /// Lines that say what scrolls and how (Android's scrollable containers), each starting
+    /// `scroll:`.
+    pub scroll_hints: Vec<String>,
 }
 
 impl Observation {
@@ -273,6 +284,17 @@ impl DeviceError {
     }
 }
 
+/// A query of an app's SQLite database (Android `sqlQuery`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlQuery {
+    pub package: String,
+    /// A file name in the app's `databases/` directory.
+    pub database: String,
+    pub sql: String,
+    /// Opens the database writable; read-only otherwise.
+    pub write: bool,
+}
+
 /// A device an agent drives.
 pub trait Device: Send + Sync {
     fn id(&self) -> &str;
@@ -300,4 +322,22 @@ pub trait Device: Send + Sync {
     fn died(&self) -> BoxFuture<'static, ()>;
     fn pid(&self) -> Option<u32>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+    /// Installs the app package `bytes` (an Android APK); answers the installer's verdict.
+    fn install_app(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<String, DeviceError>> {
+        drop(bytes);
+        Box::pin(async {
+            Err(DeviceError::Unsupported(
+                "installing apps is for Android devices".into(),
+            ))
+        })
+    }
+    /// Runs `query` against an app's database; answers its rows as text.
+    fn sql_query(&self, query: SqlQuery) -> BoxFuture<'_, Result<String, DeviceError>> {
+        drop(query);
+        Box::pin(async {
+            Err(DeviceError::Unsupported(
+                "app databases are for Android devices".into(),
+            ))
+        })
+    }
 }

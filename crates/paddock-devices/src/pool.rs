@@ -8,12 +8,15 @@ use std::time::{Duration, Instant};
 
 use paddock_store::Store;
 use tokio::sync::Notify;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
+use crate::android::adb::{Adb, ListedDevice, ServerAddress};
+use crate::android::{AndroidDevice, AndroidFacts};
 use crate::device::{Device, DeviceError, Platform};
 use crate::profile::{self, AppConfig};
 use crate::progress;
 use crate::web::{ChromiumConfig, WebDevice};
+use paddock_process::{ChildSpec, ManagedChild};
 
 /// The progress steps of a device boot: started, browser up, ready.
 const BOOT_STEPS: u64 = 2;
@@ -39,9 +42,44 @@ impl Default for WebPoolConfig {
     }
 }
 
+/// The Android platform's settings.
+#[derive(Debug, Clone)]
+pub struct AndroidPoolConfig {
+    /// Whether the pool follows an adb server at all.
+    pub enabled: bool,
+    /// The adb server (`ADB_SERVER_SOCKET` and friends resolve it, as for `adb` itself).
+    pub server: ServerAddress,
+    /// Release force-stops the apps the session launched.
+    pub stop_launched_apps: bool,
+    /// The Android SDK (`ANDROID_HOME`/`ANDROID_SDK_ROOT`): its `emulator/emulator` boots AVDs
+    /// that `getAndroid {avdName}` asks for.
+    pub sdk_root: Option<std::path::PathBuf>,
+    /// The environment emulators run with.
+    pub emulator_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// How long an emulator may take to boot.
+    pub boot_timeout: Duration,
+}
+
+impl Default for AndroidPoolConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            server: ServerAddress {
+                host: "127.0.0.1".to_owned(),
+                port: crate::android::adb::DEFAULT_PORT,
+            },
+            stop_launched_apps: true,
+            sdk_root: None,
+            emulator_env: Vec::new(),
+            boot_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
     pub web: WebPoolConfig,
+    pub android: AndroidPoolConfig,
     /// A session that makes no device call for this long is released.
     pub idle_timeout: Duration,
     /// Debug fault injection: every device boot first waits this long (tests of progress and
@@ -53,6 +91,7 @@ impl Default for PoolConfig {
     fn default() -> Self {
         Self {
             web: WebPoolConfig::default(),
+            android: AndroidPoolConfig::default(),
             idle_timeout: Duration::from_secs(15 * 60),
             boot_delay: Duration::ZERO,
         }
@@ -85,12 +124,36 @@ pub struct DeviceInfo {
     pub state: DeviceState,
     pub session: Option<String>,
     pub pid: Option<u32>,
+    /// What an Android device said about itself.
+    pub android: Option<AndroidFacts>,
 }
 
 struct Entry {
-    device: Arc<WebDevice>,
+    device: Arc<dyn Device>,
+    /// The same device when it is an Android one (for its facts and loss).
+    android: Option<Arc<AndroidDevice>>,
     state: DeviceState,
     session: Option<String>,
+}
+
+impl Entry {
+    fn web(device: Arc<WebDevice>, state: DeviceState, session: Option<String>) -> Self {
+        Self {
+            device,
+            android: None,
+            state,
+            session,
+        }
+    }
+}
+
+/// What the pool knows of the adb server, for errors that say why no Android device is there.
+#[derive(Debug, Clone)]
+enum AdbStatus {
+    Disabled,
+    Connecting,
+    Connected,
+    Unreachable(String),
 }
 
 enum SessionStatus {
@@ -117,6 +180,11 @@ struct Inner {
     wake: Notify,
     stopping: AtomicBool,
     booting: AtomicU64,
+    adb: Mutex<AdbStatus>,
+    /// Emulators this daemon booted, by AVD name; stopped at shutdown.
+    emulators: Mutex<HashMap<String, ManagedChild>>,
+    /// Online serials whose probe failed (still booting, say): probed again shortly.
+    unprobed: Mutex<Vec<String>>,
 }
 
 /// The pool. Cheap to clone.
@@ -151,6 +219,9 @@ impl Pool {
                 wake: Notify::new(),
                 stopping: AtomicBool::new(false),
                 booting: AtomicU64::new(0),
+                adb: Mutex::new(AdbStatus::Disabled),
+                emulators: Mutex::new(HashMap::new()),
+                unprobed: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -176,6 +247,310 @@ impl Pool {
     pub fn start(&self) {
         let pool = self.clone();
         tokio::spawn(async move { pool.maintain().await });
+        if self.inner.config.android.enabled {
+            *lock(&self.inner.adb) = AdbStatus::Connecting;
+            let pool = self.clone();
+            tokio::spawn(async move { pool.follow_adb().await });
+        }
+    }
+
+    /// Follows the adb server's device list for as long as the pool runs: devices that come
+    /// online join the pool warm, devices that leave are lost (their sessions learn
+    /// `device_lost`). Without a server it retries every two seconds.
+    async fn follow_adb(self) {
+        let adb = Adb::new(self.inner.config.android.server.clone());
+        let mut reported = false;
+        while !self.inner.stopping.load(Ordering::SeqCst) {
+            match adb.track_devices().await {
+                Ok(mut tracker) => {
+                    *lock(&self.inner.adb) = AdbStatus::Connected;
+                    info!(server = %adb.address(), "following the adb server's devices");
+                    reported = false;
+                    let mut last = Vec::new();
+                    loop {
+                        let retry = !lock(&self.inner.unprobed).is_empty();
+                        let next = tokio::select! {
+                            next = tracker.next() => Some(next),
+                            () = tokio::time::sleep(Duration::from_secs(1)), if retry => None,
+                            () = self.stopped() => return,
+                        };
+                        let Some(next) = next else {
+                            // A device that was still booting: look again.
+                            self.sync_android(&adb, last.clone()).await;
+                            continue;
+                        };
+                        match next {
+                            Ok(list) => {
+                                last = list.clone();
+                                self.sync_android(&adb, list).await;
+                            }
+                            Err(error) => {
+                                warn!(%error, "lost the adb server");
+                                *lock(&self.inner.adb) = AdbStatus::Unreachable(error.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    // Without the server no device can be reached.
+                    self.sync_android(&adb, Vec::new()).await;
+                }
+                Err(error) => {
+                    if !reported {
+                        info!(%error, "no adb server yet; Android devices appear once one runs");
+                        reported = true;
+                    }
+                    *lock(&self.inner.adb) = AdbStatus::Unreachable(error.to_string());
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(2)) => {}
+                () = self.stopped() => return,
+            }
+        }
+    }
+
+    /// Resolves once the pool is stopping.
+    async fn stopped(&self) {
+        while !self.inner.stopping.load(Ordering::SeqCst) {
+            tokio::select! {
+                _ = self.inner.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+
+    /// Brings the pool's Android devices in line with the server's list.
+    async fn sync_android(&self, adb: &Adb, list: Vec<ListedDevice>) {
+        let online: Vec<&ListedDevice> = list.iter().filter(|device| device.is_online()).collect();
+        let gone: Vec<Arc<AndroidDevice>> = lock(&self.inner.devices)
+            .values()
+            .filter_map(|entry| entry.android.clone())
+            .filter(|device| {
+                !online
+                    .iter()
+                    .any(|listed| listed.serial == device.facts().serial)
+            })
+            .collect();
+        for device in gone {
+            info!(serial = %device.facts().serial, "Android device left adb");
+            device.mark_lost();
+        }
+        let mut unprobed = Vec::new();
+        for listed in online {
+            let known = lock(&self.inner.devices).contains_key(&listed.serial);
+            if known {
+                continue;
+            }
+            match AndroidDevice::probe(adb, &listed.serial).await {
+                Ok(facts) => {
+                    info!(serial = %facts.serial, model = %facts.model, api = facts.api_level, "Android device joined the pool");
+                    let device = AndroidDevice::new(
+                        adb.clone(),
+                        facts,
+                        self.inner.config.android.stop_launched_apps,
+                    );
+                    self.watch(device.clone());
+                    lock(&self.inner.devices).insert(
+                        listed.serial.clone(),
+                        Entry {
+                            device: device.clone(),
+                            android: Some(device),
+                            state: DeviceState::Warm,
+                            session: None,
+                        },
+                    );
+                }
+                Err(error) => {
+                    debug!(serial = %listed.serial, %error, "Android device not ready yet");
+                    unprobed.push(listed.serial.clone());
+                }
+            }
+        }
+        *lock(&self.inner.unprobed) = unprobed;
+        self.inner.wake.notify_waiters();
+    }
+
+    /// The emulator binary of the configured SDK, if it is installed.
+    fn emulator_binary(&self) -> Option<std::path::PathBuf> {
+        let root = self.inner.config.android.sdk_root.as_ref()?;
+        let binary = root.join("emulator").join("emulator");
+        binary.is_file().then_some(binary)
+    }
+
+    /// Boots the emulator of AVD `avd` headless and waits until it has joined the pool (online
+    /// and `sys.boot_completed`), reporting its stages as progress.
+    async fn boot_avd(&self, avd: &str) -> Result<(), DeviceError> {
+        const STEPS: u64 = 3;
+        let Some(emulator) = self.emulator_binary() else {
+            return Err(self.android_unavailable(Some(avd)));
+        };
+        let listed = self.list_avds(&emulator).await?;
+        if !listed.iter().any(|name| name == avd) {
+            return Err(DeviceError::NotFound(format!(
+                "there is no AVD `{avd}`; the emulator knows: {}",
+                if listed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    listed.join(", ")
+                }
+            )));
+        }
+        progress::report(
+            0,
+            Some(STEPS),
+            format!("starting emulator `{avd}` (headless)"),
+        );
+        let server = &self.inner.config.android.server;
+        let mut env = self.inner.config.android.emulator_env.clone();
+        env.push((
+            "ANDROID_ADB_SERVER_PORT".into(),
+            server.port.to_string().into(),
+        ));
+        let spec = ChildSpec {
+            program: emulator.clone(),
+            args: vec![
+                "-avd".into(),
+                avd.into(),
+                "-no-window".into(),
+                "-no-snapshot-save".into(),
+                "-no-boot-anim".into(),
+            ],
+            env,
+            ..ChildSpec::default()
+        };
+        let child = ManagedChild::spawn(spec, None).map_err(|error| {
+            DeviceError::Unavailable(format!("could not start `{}`: {error}", emulator.display()))
+        })?;
+        let exited = child.exited();
+        lock(&self.inner.emulators).insert(avd.to_owned(), child);
+        progress::report(
+            1,
+            Some(STEPS),
+            format!("emulator `{avd}` started; waiting for it to boot"),
+        );
+        let joined = async {
+            loop {
+                let found = lock(&self.inner.devices).values().any(|entry| {
+                    entry
+                        .android
+                        .as_ref()
+                        .is_some_and(|device| device.facts().avd_name == avd)
+                });
+                if found {
+                    return;
+                }
+                tokio::select! {
+                    _ = self.inner.wake.notified() => {}
+                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            () = joined => Ok(()),
+            status = exited => {
+                let tail = lock(&self.inner.emulators)
+                    .remove(avd)
+                    .map(|child| child.stderr_tail())
+                    .unwrap_or_default();
+                Err(DeviceError::Unavailable(format!(
+                    "emulator `{avd}` exited ({}) before it booted: {}",
+                    status.map_or("killed".to_owned(), |status| status.to_string()),
+                    tail.trim()
+                )))
+            }
+            () = tokio::time::sleep(self.inner.config.android.boot_timeout) => Err(DeviceError::Unavailable(format!(
+                "emulator `{avd}` did not finish booting within {} s",
+                self.inner.config.android.boot_timeout.as_secs()
+            ))),
+        };
+        if outcome.is_err() {
+            lock(&self.inner.emulators).remove(avd);
+        }
+        outcome?;
+        progress::report(STEPS, Some(STEPS), format!("emulator `{avd}` is ready"));
+        Ok(())
+    }
+
+    /// `emulator -list-avds`.
+    async fn list_avds(&self, emulator: &std::path::Path) -> Result<Vec<String>, DeviceError> {
+        let spec = ChildSpec {
+            program: emulator.to_owned(),
+            args: vec!["-list-avds".into()],
+            env: self.inner.config.android.emulator_env.clone(),
+            stdout: true,
+            ..ChildSpec::default()
+        };
+        let mut child = ManagedChild::spawn(spec, None).map_err(|error| {
+            DeviceError::Unavailable(format!("could not run `{}`: {error}", emulator.display()))
+        })?;
+        let mut out = String::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            use tokio::io::AsyncReadExt as _;
+            let read =
+                tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out));
+            if read.await.is_err() {
+                return Err(DeviceError::Unavailable(
+                    "`emulator -list-avds` did not answer within 30 s".into(),
+                ));
+            }
+        }
+        Ok(out
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("INFO") && !line.contains(' '))
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Boots AVD `avd` into the pool (for `paddock devices warm --platform android`); its
+    /// serial.
+    pub async fn warm_avd(&self, avd: &str) -> Result<String, DeviceError> {
+        self.boot_avd(avd).await?;
+        lock(&self.inner.devices)
+            .values()
+            .filter_map(|entry| entry.android.as_ref())
+            .find(|device| device.facts().avd_name == avd)
+            .map(|device| device.facts().serial.clone())
+            .ok_or_else(|| DeviceError::Lost(format!("emulator `{avd}` left as it booted")))
+    }
+
+    /// Why no Android device can be bound, for the error a caller sees.
+    fn android_unavailable(&self, avd: Option<&str>) -> DeviceError {
+        let status = lock(&self.inner.adb).clone();
+        match status {
+            AdbStatus::Disabled => DeviceError::Unavailable(
+                "Android devices are off in this daemon; start it with `--android` (it then follows the adb server at ADB_SERVER_SOCKET or 127.0.0.1:5037)".into(),
+            ),
+            AdbStatus::Connecting => DeviceError::Unavailable(
+                "the daemon is still connecting to the adb server; try again in a moment".into(),
+            ),
+            AdbStatus::Unreachable(reason) => DeviceError::Unavailable(format!(
+                "{reason}. hint: Android devices come from the adb server; `adb devices` should list yours"
+            )),
+            AdbStatus::Connected => match avd {
+                Some(avd) if self.avd_running(avd) => DeviceError::Unavailable(format!(
+                    "emulator `{avd}` is bound to another session; release it there first"
+                )),
+                Some(avd) => DeviceError::NotFound(format!(
+                    "no running emulator is AVD `{avd}`, and no Android emulator is installed to boot it (set ANDROID_HOME to an SDK with the emulator); `listDevices` shows the Android devices there are"
+                )),
+                None => {
+                    let bound = lock(&self.inner.devices)
+                        .values()
+                        .filter(|entry| entry.android.is_some())
+                        .count();
+                    if bound == 0 {
+                        DeviceError::NotFound(
+                            "the adb server lists no online Android device; connect a phone (USB debugging on), start an emulator, or `adb connect HOST:PORT`".into(),
+                        )
+                    } else {
+                        DeviceError::Unavailable(format!(
+                            "all {bound} Android device(s) are bound to other sessions; release one or connect another"
+                        ))
+                    }
+                }
+            },
+        }
     }
 
     async fn maintain(self) {
@@ -239,7 +614,7 @@ impl Pool {
         let launched = WebDevice::launch(id, &self.inner.config.web.chromium, profile).await;
         self.inner.booting.fetch_sub(1, Ordering::SeqCst);
         let device = launched?;
-        self.watch(device.clone());
+        self.watch(device.clone() as Arc<dyn Device>);
         progress::report(
             BOOT_STEPS,
             Some(BOOT_STEPS),
@@ -256,14 +631,7 @@ impl Pool {
             device.shutdown().await;
             return Err(DeviceError::Unavailable("the daemon is stopping".into()));
         }
-        lock(&self.inner.devices).insert(
-            id.clone(),
-            Entry {
-                device,
-                state: DeviceState::Warm,
-                session: None,
-            },
-        );
+        lock(&self.inner.devices).insert(id.clone(), Entry::web(device, DeviceState::Warm, None));
         info!(device = %id, profile = profile_name, "web device warm");
         Ok(id)
     }
@@ -287,7 +655,7 @@ impl Pool {
 
     /// When a device dies: its session learns `device_lost`, and the maintainer boots a
     /// replacement; other sessions are untouched.
-    fn watch(&self, device: Arc<WebDevice>) {
+    fn watch(&self, device: Arc<dyn Device>) {
         let pool = Arc::downgrade(&self.inner);
         let died = device.died();
         let id = device.id().to_owned();
@@ -304,7 +672,11 @@ impl Pool {
                 lock(&inner.sessions).insert(
                     session.clone(),
                     SessionStatus::Ended {
-                        reason: format!("device `{id}` died (its browser exited)"),
+                        reason: if id.starts_with("web-") {
+                            format!("device `{id}` died (its browser exited)")
+                        } else {
+                            format!("Android device `{id}` left the adb server (unplugged, offline or stopped)")
+                        },
                         lost: true,
                         at: Instant::now(),
                     },
@@ -352,6 +724,7 @@ impl Pool {
                 .iter()
                 .find(|(_, entry)| {
                     entry.state == DeviceState::Warm
+                        && entry.android.is_none()
                         && entry.device.profile().name == wanted
                         && entry.device.is_alive()
                 })
@@ -370,24 +743,87 @@ impl Pool {
                 let device = self.launch(&wanted).await?;
                 lock(&self.inner.devices).insert(
                     device.id().to_owned(),
-                    Entry {
-                        device: device.clone(),
-                        state: DeviceState::Bound,
-                        session: Some(session.to_owned()),
-                    },
+                    Entry::web(device.clone(), DeviceState::Bound, Some(session.to_owned())),
                 );
                 device
             }
         };
+        self.record_binding(session, device.clone()).await
+    }
+
+    /// Binds a free Android device to `session`: the running emulator of AVD `avd` when given,
+    /// else any. A session that already holds an Android device gets it back.
+    pub async fn acquire_android(
+        &self,
+        session: &str,
+        avd: Option<&str>,
+    ) -> Result<(Arc<dyn Device>, bool), DeviceError> {
+        if let Ok(device) = self.device(session) {
+            if device.platform() != Platform::Android {
+                return Err(DeviceError::InvalidInput(format!(
+                    "this session already holds `{}` ({}); release it first",
+                    device.id(),
+                    device.platform()
+                )));
+            }
+            return Ok((device, false));
+        }
+        let bound = {
+            let mut devices = lock(&self.inner.devices);
+            let found = devices
+                .iter()
+                .find(|(_, entry)| {
+                    entry.state == DeviceState::Warm
+                        && entry.device.is_alive()
+                        && entry.android.as_ref().is_some_and(|device| {
+                            avd.is_none_or(|avd| device.facts().avd_name == avd)
+                        })
+                })
+                .map(|(id, _)| id.clone());
+            found.and_then(|id| {
+                devices.get_mut(&id).map(|entry| {
+                    entry.state = DeviceState::Bound;
+                    entry.session = Some(session.to_owned());
+                    entry.device.clone()
+                })
+            })
+        };
+        match (bound, avd) {
+            (Some(device), _) => self.record_binding(session, device).await,
+            (None, Some(name)) if self.emulator_binary().is_some() && !self.avd_running(name) => {
+                self.boot_avd(name).await?;
+                Box::pin(self.acquire_android(session, avd)).await
+            }
+            (None, _) => Err(self.android_unavailable(avd)),
+        }
+    }
+
+    /// Whether a device of AVD `avd` is in the pool (bound or not).
+    fn avd_running(&self, avd: &str) -> bool {
+        lock(&self.inner.devices).values().any(|entry| {
+            entry
+                .android
+                .as_ref()
+                .is_some_and(|device| device.facts().avd_name == avd)
+        })
+    }
+
+    /// Records that `session` now holds `device` (in memory and in the store).
+    async fn record_binding(
+        &self,
+        session: &str,
+        device: Arc<dyn Device>,
+    ) -> Result<(Arc<dyn Device>, bool), DeviceError> {
         self.inner.wake.notify_one();
         {
-            let (session, device_id, instance) = (
+            let (session, device_id, instance, platform) = (
                 session.to_owned(),
                 device.id().to_owned(),
                 self.inner.instance.clone(),
+                device.platform().as_str(),
             );
             persist(&self.inner.store, move |store| {
-                store.bind_device(&session, &device_id, "web", &instance)
+                store.bind_device(&session, &device_id, platform, &instance)
             })
             .await;
         }
@@ -486,9 +922,12 @@ impl Pool {
         let pool = self.clone();
         let id = device_id.clone();
         tokio::spawn(async move {
-            let keep = pool.count(DeviceState::Warm, Some(device.profile().name))
-                < pool.inner.config.web.warm
-                && !pool.inner.stopping.load(Ordering::SeqCst);
+            // An Android device always goes back (it is the user's, not ours to stop); a web
+            // device only while the warm set is short.
+            let keep = !pool.inner.stopping.load(Ordering::SeqCst)
+                && (device.platform() == Platform::Android
+                    || pool.count(DeviceState::Warm, Some(device.profile().name))
+                        < pool.inner.config.web.warm);
             let reset = if keep {
                 device.reset().await
             } else {
@@ -535,21 +974,31 @@ impl Pool {
     pub fn list(&self, platform: Option<Platform>) -> Vec<DeviceInfo> {
         let mut list: Vec<DeviceInfo> = lock(&self.inner.devices)
             .iter()
-            .filter(|_| platform.is_none_or(|platform| platform == Platform::Web))
+            .filter(|(_, entry)| {
+                platform.is_none_or(|platform| platform == entry.device.platform())
+            })
             .map(|(id, entry)| DeviceInfo {
                 id: id.clone(),
-                platform: Platform::Web,
+                platform: entry.device.platform(),
                 profile: entry.device.profile().name.to_owned(),
                 state: entry.state,
                 session: entry.session.clone(),
                 pid: entry.device.pid(),
+                android: entry.android.as_ref().map(|device| device.facts().clone()),
             })
             .collect();
-        list.sort_by_key(|info| {
-            info.id
-                .trim_start_matches("web-")
-                .parse::<u64>()
-                .unwrap_or(0)
+        // Web devices in boot order, then Android devices by serial.
+        list.sort_by(|a, b| {
+            let key = |info: &DeviceInfo| {
+                (
+                    info.platform != Platform::Web,
+                    info.id
+                        .strip_prefix("web-")
+                        .and_then(|number| number.parse::<u64>().ok())
+                        .unwrap_or(0),
+                )
+            };
+            key(a).cmp(&key(b)).then_with(|| a.id.cmp(&b.id))
         });
         list
     }
@@ -558,12 +1007,20 @@ impl Pool {
     pub async fn shutdown(&self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
         self.inner.wake.notify_waiters();
-        let devices: Vec<Arc<WebDevice>> = lock(&self.inner.devices)
+        let devices: Vec<Arc<dyn Device>> = lock(&self.inner.devices)
             .drain()
             .map(|(_, entry)| entry.device)
             .collect();
         for device in devices {
             device.shutdown().await;
+        }
+        // The emulators this daemon booted stop with it.
+        let emulators: Vec<ManagedChild> = lock(&self.inner.emulators)
+            .drain()
+            .map(|(_, child)| child)
+            .collect();
+        for child in emulators {
+            child.terminate(Duration::from_secs(10)).await;
         }
     }
 }

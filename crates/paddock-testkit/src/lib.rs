@@ -75,6 +75,9 @@ impl DaemonHarness {
         vars.push(("NO_COLOR".to_owned(), "1".into()));
         // No warm Chromium unless a test asks for devices.
         vars.push(("PADDOCK_WEB_WARM".to_owned(), "0".into()));
+        // No adb server unless a test brings its own (`with_adb_server`): the user's phones on
+        // 127.0.0.1:5037 are not the test's.
+        vars.push(("PADDOCK_ANDROID_ADB".to_owned(), "off".into()));
         Ok(Self {
             binary: binary.into(),
             root,
@@ -117,6 +120,13 @@ impl DaemonHarness {
             std::env::var("PATH").unwrap_or_default()
         );
         Ok(self.set_env("PATH", path))
+    }
+
+    /// Points every daemon the harness starts at the adb server `socket` (`tcp:HOST:PORT`, the
+    /// form of `ADB_SERVER_SOCKET`) and turns its Android platform on.
+    pub fn with_adb_server(&mut self, socket: &str) -> &mut Self {
+        self.set_env("ADB_SERVER_SOCKET", socket);
+        self.set_env("PADDOCK_ANDROID_ADB", "connect")
     }
 
     /// The HOME every command runs with (private to the test).

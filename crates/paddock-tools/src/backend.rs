@@ -11,15 +11,24 @@ pub use futures_util::future::BoxFuture;
 /// A device bound to a session, and whether this call bound it.
 pub type Acquired = (Arc<dyn Device>, bool);
 
+/// Which device an acquisition asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceRequest<'a> {
+    pub platform: Platform,
+    /// Web: the emulation profile (the daemon's default when `None`).
+    pub profile: Option<&'a str>,
+    /// Android: the emulator's AVD name (any free device when `None`).
+    pub avd: Option<&'a str>,
+}
+
 /// What the daemon provides to tools.
 pub trait Backend: Send + Sync {
     fn list_devices(&self, platform: Option<Platform>) -> Vec<DeviceInfo>;
-    /// Binds a device of `platform` to `session`; `true` when newly bound.
+    /// Binds a device as `request` asks to `session`; `true` when newly bound.
     fn acquire<'a>(
         &'a self,
         session: &'a str,
-        platform: Platform,
-        profile: Option<&'a str>,
+        request: DeviceRequest<'a>,
     ) -> BoxFuture<'a, Result<Acquired, DeviceError>>;
     /// Adds a new warm device to the pool; returns its id.
     fn provision<'a>(
@@ -43,7 +52,7 @@ fn not_available(platform: Platform) -> DeviceError {
         Platform::Ios => "iOS simulator",
     };
     DeviceError::NotFound(format!(
-        "no {name} is available: this Paddock release drives web devices only; use getWeb"
+        "no {name} is available: this Paddock release drives web and Android devices; use getWeb or getAndroid"
     ))
 }
 
@@ -55,12 +64,12 @@ impl Backend for Pool {
     fn acquire<'a>(
         &'a self,
         session: &'a str,
-        platform: Platform,
-        profile: Option<&'a str>,
+        request: DeviceRequest<'a>,
     ) -> BoxFuture<'a, Result<Acquired, DeviceError>> {
         Box::pin(async move {
-            match platform {
-                Platform::Web => Pool::acquire(self, session, profile).await,
+            match request.platform {
+                Platform::Web => Pool::acquire(self, session, request.profile).await,
+                Platform::Android => Pool::acquire_android(self, session, request.avd).await,
                 other => Err(not_available(other)),
             }
         })
@@ -109,10 +118,9 @@ impl Backend for NoDevices {
     fn acquire<'a>(
         &'a self,
         _session: &'a str,
-        platform: Platform,
-        _profile: Option<&'a str>,
+        request: DeviceRequest<'a>,
     ) -> BoxFuture<'a, Result<Acquired, DeviceError>> {
-        Box::pin(async move { Err(not_available(platform)) })
+        Box::pin(async move { Err(not_available(request.platform)) })
     }
 
     fn provision<'a>(

@@ -45,6 +45,9 @@ pub fn observation_text(observation: &Observation) -> String {
     for element in &observation.elements {
         element_line(&mut out, element);
     }
+    for hint in &observation.scroll_hints {
+        let _ = writeln!(out, "{hint}");
+    }
     let above = observation.more_above();
     let below = observation.more_below();
     if above > 0 || below > 0 {
@@ -143,6 +146,9 @@ pub fn observation_json(observation: &Observation) -> Value {
     }
     if !observation.notices.is_empty() {
         value["notices"] = json!(observation.notices);
+    }
+    if !observation.scroll_hints.is_empty() {
+        value["scrollHints"] = json!(observation.scroll_hints);
     }
     value
 }

@@ -142,8 +142,8 @@ async fn argument_errors_name_the_argument_and_what_it_takes() {
         ),
         (
             "pressButton",
-            json!({ "button": "power" }),
-            "`button` must be one of back, forward, home, reload, enter, tab, escape, backspace, delete, space, arrowUp, arrowDown, arrowLeft, arrowRight, pageUp, pageDown; got `power`",
+            json!({ "button": "sleep" }),
+            "`button` must be one of back, forward, home, reload, enter, tab, escape, backspace, delete, space, arrowUp, arrowDown, arrowLeft, arrowRight, pageUp, pageDown, appSwitch, volumeUp, volumeDown, power; got `sleep`",
         ),
         (
             "screenshot",

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{Fixture, is_error, properties, text};
 use paddock_devices::{AppConfig, Device, DeviceError, DeviceInfo, Platform};
-use paddock_tools::backend::{Acquired, Backend, BoxFuture};
+use paddock_tools::backend::{Acquired, Backend, BoxFuture, DeviceRequest};
 use paddock_tools::catalog::builtin;
 use serde_json::{Value, json};
 
@@ -45,8 +45,7 @@ impl Backend for RecordingBackend {
     fn acquire<'a>(
         &'a self,
         session: &'a str,
-        _platform: Platform,
-        _profile: Option<&'a str>,
+        _request: DeviceRequest<'a>,
     ) -> BoxFuture<'a, Result<Acquired, DeviceError>> {
         self.record(session);
         Box::pin(async move { Err(none_bound(session)) })
@@ -109,6 +108,11 @@ fn routed_calls() -> Vec<(&'static str, Value)> {
         ("screenshot", json!({ "quality": 50 })),
         ("clipboard", json!({ "operation": "read" })),
         ("highlight", json!({ "clear": true })),
+        ("installApp", json!({ "path": "/tmp/app.apk" })),
+        (
+            "sqlQuery",
+            json!({ "package": "com.example.notes", "database": "notes.db", "sql": "SELECT 1" }),
+        ),
     ]
 }
 

@@ -6,13 +6,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use paddock_client::control::StatusResult;
 use paddock_client::{ClientEnv, DaemonPaths};
 use paddock_daemon::launcher::{self, DetachedLaunch, StartReport, StopReport};
 use std::path::PathBuf;
 
 use paddock_daemon::{DaemonConfig, FaultInjection, McpOptions, RunOutcome};
+use paddock_devices::android::adb::ServerAddress;
+use paddock_devices::pool::AndroidPoolConfig;
 use paddock_devices::web::ChromiumConfig;
 use paddock_devices::{AppConfig, PoolConfig, WebPoolConfig};
 use paddock_ingress::IngressConfig;
@@ -88,6 +90,33 @@ pub struct StartArgs {
     /// for the client to reconnect; 0 releases it at once.
     #[arg(long, env = "PADDOCK_SESSION_GRACE_SECS", default_value_t = 60)]
     session_grace_secs: u64,
+    /// Android devices: `connect` follows the adb server at `ADB_SERVER_SOCKET` (or
+    /// `ANDROID_ADB_SERVER_ADDRESS`/`_PORT`, else 127.0.0.1:5037), `start` first starts that
+    /// server with `adb start-server`, `off` ignores Android.
+    #[arg(long, env = "PADDOCK_ANDROID_ADB", value_enum, default_value_t = AndroidAdb::Connect)]
+    android_adb: AndroidAdb,
+    /// Leave the apps a session launched running when its Android device is released
+    /// (by default they are force-stopped).
+    #[arg(long, env = "PADDOCK_ANDROID_KEEP_APPS")]
+    android_keep_apps: bool,
+}
+
+/// How the daemon reaches Android devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AndroidAdb {
+    Connect,
+    Start,
+    Off,
+}
+
+impl AndroidAdb {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Connect => "connect",
+            Self::Start => "start",
+            Self::Off => "off",
+        }
+    }
 }
 
 /// Parses `ID=URL` (the URL must be http or https).
@@ -133,6 +162,8 @@ impl Default for StartArgs {
             web_app: Vec::new(),
             device_idle_timeout_secs: 900,
             session_grace_secs: 60,
+            android_adb: AndroidAdb::Connect,
+            android_keep_apps: false,
         }
     }
 }
@@ -199,7 +230,43 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
             );
         }
     }
+    let android_server = ServerAddress::from_env(|name| {
+        env.var(name)
+            .and_then(|value| value.to_str())
+            .map(str::to_owned)
+    })
+    .context("the adb server's address")?;
+    if args.android_adb == AndroidAdb::Start {
+        start_adb_server(&env, &android_server).await?;
+    }
     let devices = PoolConfig {
+        android: AndroidPoolConfig {
+            enabled: args.android_adb != AndroidAdb::Off,
+            server: android_server,
+            stop_launched_apps: !args.android_keep_apps,
+            sdk_root: ["ANDROID_HOME", "ANDROID_SDK_ROOT"]
+                .iter()
+                .find_map(|name| env.var(name))
+                .map(PathBuf::from),
+            emulator_env: [
+                "PATH",
+                "HOME",
+                "ANDROID_HOME",
+                "ANDROID_SDK_ROOT",
+                "ANDROID_AVD_HOME",
+                "ANDROID_EMULATOR_HOME",
+                "ANDROID_USER_HOME",
+                "LANG",
+                "TMPDIR",
+            ]
+            .iter()
+            .filter_map(|name| {
+                env.var(name)
+                    .map(|value| ((*name).into(), value.to_owned()))
+            })
+            .collect(),
+            ..AndroidPoolConfig::default()
+        },
         web: WebPoolConfig {
             chromium: ChromiumConfig {
                 executable: args.chromium.clone(),
@@ -241,6 +308,39 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
         }
         RunOutcome::StartupFailed(error) => Err(error.context("daemon startup failed")),
     }
+}
+
+/// `adb start-server` for `--android-adb start`, against the same server address the pool
+/// follows: `adb` from `ANDROID_HOME`/`ANDROID_SDK_ROOT`'s platform-tools, else from `PATH`.
+async fn start_adb_server(env: &ClientEnv, server: &ServerAddress) -> anyhow::Result<()> {
+    let sdk_adb = ["ANDROID_HOME", "ANDROID_SDK_ROOT"]
+        .iter()
+        .filter_map(|name| env.var(name))
+        .map(|root| PathBuf::from(root).join("platform-tools").join("adb"))
+        .find(|path| path.is_file());
+    let program = sdk_adb.unwrap_or_else(|| PathBuf::from("adb"));
+    let status = tokio::process::Command::new(&program)
+        .args(["-H", &server.host, "-P", &server.port.to_string(), "start-server"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| {
+            format!(
+                "could not run `{} start-server`; install adb (Debian: `apt install adb`) or set ANDROID_HOME",
+                program.display()
+            )
+        })?;
+    if !status.status.success() {
+        anyhow::bail!(
+            "`{} start-server` failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&status.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 /// How to launch a detached daemon with `args`: this executable, in the foreground, with the
@@ -288,7 +388,12 @@ pub fn detached_launch(
         args.device_idle_timeout_secs.to_string().into(),
         "--session-grace-secs".into(),
         args.session_grace_secs.to_string().into(),
+        "--android-adb".into(),
+        args.android_adb.as_str().into(),
     ]);
+    if args.android_keep_apps {
+        child_args.push("--android-keep-apps".into());
+    }
     for app in &args.web_app {
         child_args.extend(["--web-app".into(), format!("{}={}", app.id, app.url).into()]);
     }

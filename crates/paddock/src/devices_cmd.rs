@@ -27,6 +27,10 @@ enum DevicesCommand {
         /// Emulation profile (default: the daemon's).
         #[arg(long)]
         profile: Option<String>,
+        /// Android: boot the emulator of this AVD (needs the Android emulator, found through
+        /// ANDROID_HOME or ANDROID_SDK_ROOT).
+        #[arg(long)]
+        avd: Option<String>,
     },
 }
 
@@ -56,13 +60,13 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
             }
             writeln!(
                 stdout,
-                "ID         PLATFORM PROFILE    STATE      {:<38} PID",
-                "SESSION"
+                "{:<16} PLATFORM PROFILE    STATE      {:<38} PID",
+                "ID", "SESSION"
             )?;
             for device in &listing.devices {
                 writeln!(
                     stdout,
-                    "{:<10} {:<8} {:<10} {:<10} {:<38} {}",
+                    "{:<16} {:<8} {:<10} {:<10} {:<38} {}",
                     device.id,
                     device.platform,
                     device.profile,
@@ -80,6 +84,7 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
             count,
             platform,
             profile,
+            avd,
         }) => {
             eprintln!("booting {count} {platform} device(s)…");
             let result = client
@@ -88,8 +93,9 @@ pub async fn run(args: DevicesArgs) -> anyhow::Result<ExitCode> {
                         count,
                         platform,
                         profile,
+                        avd,
                     },
-                    Duration::from_secs(120 * count.max(1) as u64),
+                    Duration::from_secs(320 * count.max(1) as u64),
                     |message| eprintln!("  {message}"),
                 )
                 .await

@@ -386,7 +386,7 @@ pub struct DevicesListResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceEntry {
     pub id: String,
-    /// `web` today.
+    /// `web` or `android`.
     pub platform: String,
     pub profile: String,
     /// `warming`, `idle`, `in_use`, …
@@ -403,6 +403,9 @@ pub struct DevicesWarmParams {
     pub count: usize,
     pub platform: String,
     pub profile: Option<String>,
+    /// Android: the AVD whose emulator to boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avd: Option<String>,
 }
 
 /// The answer to `devices/warm`: the ids of the devices now warm.

@@ -506,8 +506,16 @@ mod tests {
             count: 2,
             platform: "web".into(),
             profile: None,
+            avd: None,
         });
         assert_eq!(warm["params"]["count"], 2);
+        let emulator = round_trip::<DevicesWarm>(DevicesWarmParams {
+            count: 1,
+            platform: "android".into(),
+            profile: None,
+            avd: Some("pixel_5_api_30".into()),
+        });
+        assert_eq!(emulator["params"]["avd"], "pixel_5_api_30");
         round_trip::<CredentialsList>(());
         round_trip::<CredentialsRevoke>(CredentialsRevokeParams {
             id: None,

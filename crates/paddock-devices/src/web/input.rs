@@ -527,6 +527,17 @@ async fn press(device: &WebDevice, button: Key) -> Result<Option<String>, Device
         Key::ArrowRight => named("ArrowRight", "ArrowRight", 39),
         Key::PageUp => named("PageUp", "PageUp", 33),
         Key::PageDown => named("PageDown", "PageDown", 34),
+        Key::AppSwitch | Key::VolumeUp | Key::VolumeDown | Key::Power => {
+            return Err(DeviceError::Unsupported(format!(
+                "a web device has no {} button; it is an Android key",
+                match button {
+                    Key::AppSwitch => "app-switch",
+                    Key::VolumeUp => "volume-up",
+                    Key::VolumeDown => "volume-down",
+                    _ => "power",
+                }
+            )));
+        }
     };
     let text = match button {
         Key::Enter => Some("\r"),

@@ -395,6 +395,7 @@ impl WebDevice {
                 .lock()
                 .map(|mut notices| std::mem::take(&mut *notices))
                 .unwrap_or_default(),
+            scroll_hints: Vec::new(),
         })
     }
 
@@ -474,9 +475,37 @@ impl WebDevice {
                 Target::Ref(reference) => format!(
                     "ref `{reference}` is not on this page (refs live as long as their element); observe again for current refs"
                 ),
-                Target::Text(text) => format!(
-                    "no visible element with text `{text}`; observe to see what is on screen"
-                ),
+                Target::Text(text) => {
+                    let near: Vec<String> = found
+                        .get("near")
+                        .and_then(Value::as_array)
+                        .map(|near| {
+                            near.iter()
+                                .map(|other| {
+                                    let field = |key: &str| {
+                                        other.get(key).and_then(Value::as_str).unwrap_or_default()
+                                    };
+                                    format!(
+                                        "{} {} \"{}\"",
+                                        field("ref"),
+                                        field("role"),
+                                        field("name")
+                                    )
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if near.is_empty() {
+                        format!(
+                            "no visible element shows exactly `{text}`; observe to see what is on screen"
+                        )
+                    } else {
+                        format!(
+                            "no element shows exactly `{text}` (matching is exact, ignoring case and spacing); closest: {}. Tap one by its ref",
+                            near.join(", ")
+                        )
+                    }
+                }
                 Target::Id(id) => format!("no element with id `{id}`"),
                 Target::Point(_) => "no element".to_owned(),
             }));

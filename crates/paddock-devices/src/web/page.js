@@ -256,11 +256,19 @@
     return null;
   }
 
-  function byText(text, exact) {
+  // Text matches exactly, after collapsing whitespace and ignoring case: a tap never lands on
+  // a control whose text merely contains the words asked for. Near misses (one contains the
+  // other) come back as candidates for the error.
+  function norm(text) {
+    return text.replace(/\s+/g, " ").trim().toLowerCase();
+  }
+
+  function byText(text) {
     const modal = activeModal();
     const root = modal || document.body;
-    const needle = text.trim().toLowerCase();
+    const needle = norm(text);
     const candidates = [];
+    const near = [];
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT, {
       acceptNode(node) {
         if (SKIP_TAGS.has(node.tagName) || node.hasAttribute("data-paddock-overlay")) return NodeFilter.FILTER_REJECT;
@@ -273,16 +281,20 @@
       node = walker.nextNode();
       const role = roleOf(el);
       const interactive = isInteractive(el, role);
-      const name = (interactive || role ? nameOf(el, role) : clean(ownText(el), 200)).toLowerCase();
+      const name = norm(interactive || role ? nameOf(el, role) : clean(ownText(el), 200));
       if (!name) continue;
-      const score = name === needle ? 0 : !exact && name.includes(needle) ? 1 : -1;
-      if (score < 0) continue;
+      const exact = name === needle;
+      if (!exact && !(name.includes(needle) || needle.includes(name))) continue;
       const rect = el.getBoundingClientRect();
       if (!isVisible(el, rect, getComputedStyle(el))) continue;
-      candidates.push({ el, score: score * 2 + (interactive ? 0 : 1), area: rect.width * rect.height });
+      if (!exact) {
+        if (near.length < 5 && (interactive || role)) near.push(el);
+        continue;
+      }
+      candidates.push({ el, score: interactive ? 0 : 1, area: rect.width * rect.height });
     }
     candidates.sort((a, b) => a.score - b.score || a.area - b.area);
-    return candidates.length ? candidates[0].el : null;
+    return { el: candidates.length ? candidates[0].el : null, near };
   }
 
   window.__paddock = {
@@ -305,7 +317,17 @@
       let el = null;
       if (query.ref) el = byRef(query.ref);
       else if (query.id) el = document.getElementById(query.id);
-      else if (query.text) el = byText(query.text, !!query.exact);
+      else if (query.text) {
+        const found = byText(query.text);
+        el = found.el;
+        if (!el) {
+          const near = found.near.map((other) => {
+            const role = roleOf(other) || "text";
+            return { ref: refOf(other), role, name: clean(nameOf(other, role) || ownText(other), 80) };
+          });
+          return { found: false, near };
+        }
+      }
       if (!el) return { found: false };
       return describeTarget(el);
     },

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::backend::DeviceRequest;
 use crate::catalog::{Hints, ToolDef};
 use crate::error::ToolError;
 use crate::render::observation_text;
@@ -117,20 +118,14 @@ fn new_session_id() -> Result<SessionKey, ToolError> {
 /// had none.
 async fn bind(
     call: &Call<'_>,
-    platform: Platform,
-    profile: Option<Profile>,
+    request: DeviceRequest<'_>,
 ) -> Result<(SessionKey, Arc<dyn Device>, bool), ToolError> {
     let session = match &call.session {
         Some(session) => session.clone(),
         None => new_session_id()?,
     };
     call.registry.record_session(&session);
-    let (device, new) = bounded(call.ctx.backend.acquire(
-        session.as_str(),
-        platform,
-        profile.map(Profile::name),
-    ))
-    .await?;
+    let (device, new) = bounded(call.ctx.backend.acquire(session.as_str(), request)).await?;
     Ok((session, device, new))
 }
 
@@ -146,6 +141,7 @@ fn device_ref(device: &dyn Device) -> DeviceRef {
 struct Acquisition {
     platform: Platform,
     profile: Option<Profile>,
+    avd: Option<String>,
     app: Option<String>,
     enable_tools: Vec<String>,
 }
@@ -165,7 +161,15 @@ async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolErr
         ),
         None => None,
     };
-    let (session, device, new) = bind(&call, request.platform, request.profile).await?;
+    let (session, device, new) = bind(
+        &call,
+        DeviceRequest {
+            platform: request.platform,
+            profile: request.profile.map(Profile::name),
+            avd: request.avd.as_deref(),
+        },
+    )
+    .await?;
     let observation = match app {
         Some(app) => {
             let outcome =
@@ -218,6 +222,7 @@ impl Tool for GetWeb {
         let request = Acquisition {
             platform: Platform::Web,
             profile: args.profile,
+            avd: None,
             app: args.app,
             enable_tools: args.enable.enable_tools,
         };
@@ -228,11 +233,8 @@ impl Tool for GetWeb {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct GetAndroidArgs {
-    /// Emulator (AVD) name.
-    #[expect(
-        dead_code,
-        reason = "part of the contract; no Android backend picks by name yet"
-    )]
+    /// An emulator's AVD name: binds that running emulator (or boots it when the Android
+    /// emulator is installed). Without it, any free Android device.
     avd_name: Option<String>,
     #[serde(flatten)]
     enable: EnableToolsArgs,
@@ -247,7 +249,7 @@ impl Tool for GetAndroid {
     const DEF: ToolDef = ToolDef::new(
         "getAndroid",
         "Acquire an Android device",
-        "Acquires an Android device or emulator for this session. Android devices are not available in this Paddock release; the call answers `[not_found]` and suggests getWeb.",
+        "Acquires an Android phone or emulator that the adb server lists (any free one, or the emulator of `avdName`) for this session and returns its `sessionUuid`, sent with every device tool as for getWeb. Observations are in dp; refs, text and ids work as on the web. Declares `enableTools` in the same call.",
         Hints::IDEMPOTENT_CHANGE,
     )
     .always_on()
@@ -261,6 +263,7 @@ impl Tool for GetAndroid {
         let request = Acquisition {
             platform: Platform::Android,
             profile: None,
+            avd: args.avd_name,
             app: None,
             enable_tools: args.enable.enable_tools,
         };
@@ -304,6 +307,7 @@ impl Tool for GetApple {
         let request = Acquisition {
             platform: Platform::Ios,
             profile: None,
+            avd: None,
             app: None,
             enable_tools: args.enable.enable_tools,
         };
@@ -365,7 +369,15 @@ impl Tool for ProvisionDevice {
                 },
             }));
         }
-        let (session, device, _) = bind(&call, platform, args.profile).await?;
+        let (session, device, _) = bind(
+            &call,
+            DeviceRequest {
+                platform,
+                profile: args.profile.map(Profile::name),
+                avd: None,
+            },
+        )
+        .await?;
         Output::structured(&Provisioned::Booted(BootedDevice {
             session_uuid: session.as_str().to_owned(),
             device: device_ref(device.as_ref()),

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::{Hints, OperationDef, ToolDef};
 use crate::error::ToolError;
 use crate::tools::args::{Bounded, FieldArgs, NoArgs, TargetArgs, TargetObject, wire_enum};
-use crate::tools::device::{WEB, act, bounded, session_device};
+use crate::tools::device::{WEB, WEB_AND_ANDROID, act, bounded, session_device};
 use crate::tools::results::{AppList, ListedApp, schema_of};
 use crate::tools::{Call, Output, Tool};
 
@@ -48,7 +48,7 @@ impl Tool for TapOn {
         "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap` or `longPress`. Returns a fresh observation once the UI settles, with `settled`.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: TapOnArgs) -> Result<Output, ToolError> {
         let action = Action::Tap {
@@ -89,7 +89,7 @@ impl Tool for SwipeOn {
         "Swipes the screen, or within the element given by `ref`, `id` or `label`, in `direction` (the finger's direction: `up` scrolls content up to reveal what is below). With `untilVisible`, keeps swiping until that text is on screen (at most `maxSwipes`).",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: SwipeOnArgs) -> Result<Output, ToolError> {
         let action = Action::Swipe {
@@ -123,7 +123,7 @@ impl Tool for DragAndDrop {
         "Drags from one target to another; each is `{ref}`, `{text}`, `{id}` or `{x, y}`.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: DragAndDropArgs) -> Result<Output, ToolError> {
         let action = Action::Drag {
@@ -155,7 +155,7 @@ impl Tool for InputText {
         "Types `text` into the text field given by `ref`, `id` or `label` (it is tapped first), or into the focused field.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: InputTextArgs) -> Result<Output, ToolError> {
         let action = Action::InputText {
@@ -185,7 +185,7 @@ impl Tool for ClearText {
         "Clears the text field given by `ref`, `id` or `label`, or the focused one.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: ClearTextArgs) -> Result<Output, ToolError> {
         let action = Action::ClearText {
@@ -218,7 +218,7 @@ impl Tool for ImeAction {
         "Performs the on-screen keyboard's action key: `done`, `go`, `search` and `send` submit (Enter); `next` and `previous` move focus.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: ImeActionArgs) -> Result<Output, ToolError> {
         act(&call, Action::Ime(args.action.into())).await
@@ -230,6 +230,7 @@ wire_enum! {
     Button => paddock_devices::Key {
         Back, Forward, Home, Reload, Enter, Tab, Escape, Backspace, Delete, Space,
         ArrowUp, ArrowDown, ArrowLeft, ArrowRight, PageUp, PageDown,
+        AppSwitch, VolumeUp, VolumeDown, Power,
     }
 }
 
@@ -248,10 +249,10 @@ impl Tool for PressButton {
     const DEF: ToolDef = ToolDef::new(
         "pressButton",
         "Press a button or key",
-        "Presses a device button (`back`, `forward`, `home`, `reload`) or key (`enter`, `tab`, `escape`, `backspace`, `delete`, `space`, arrows, `pageUp`, `pageDown`).",
+        "Presses a device button (`back`, `forward`, `home`, `reload`) or key (`enter`, `tab`, `escape`, `backspace`, `delete`, `space`, arrows, `pageUp`, `pageDown`); on Android also `appSwitch`, `volumeUp`, `volumeDown` and `power` (`reload` is web only).",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: PressButtonArgs) -> Result<Output, ToolError> {
         act(&call, Action::Press(args.button.into())).await
@@ -277,7 +278,7 @@ impl Tool for SendKeys {
         "Types `text` as individual key presses (keydown/keyup per character) into the focused element, for pages that listen to keys rather than input.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: SendKeysArgs) -> Result<Output, ToolError> {
         if args.text.chars().count() > MAX_SEND_KEYS_CHARS {
@@ -292,12 +293,20 @@ impl Tool for SendKeys {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct AppArgs {
-    /// The app's id.
+    /// The app's id: a configured app (see listApps) on the web, a package name
+    /// (`com.example.app`) on Android.
     app_id: String,
 }
 
-/// The configured app called `id`.
+/// The app called `id`: on Android an installed package name, elsewhere a configured app.
 fn configured_app(call: &Call<'_>, id: &str) -> Result<AppConfig, ToolError> {
+    if session_device(call)?.platform() == paddock_devices::Platform::Android {
+        return Ok(AppConfig {
+            id: id.to_owned(),
+            name: id.to_owned(),
+            url: String::new(),
+        });
+    }
     call.ctx
         .backend
         .apps()
@@ -315,10 +324,10 @@ impl Tool for LaunchApp {
     const DEF: ToolDef = ToolDef::new(
         "launchApp",
         "Open an app",
-        "Opens a configured app (see listApps) on the session's device.",
+        "Opens an app on the session's device: a configured app (see listApps) on the web, an installed package (`com.example.app`, started by its launcher activity) on Android.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: AppArgs) -> Result<Output, ToolError> {
         let app = configured_app(&call, &args.app_id)?;
@@ -335,10 +344,10 @@ impl Tool for TerminateApp {
     const DEF: ToolDef = ToolDef::new(
         "terminateApp",
         "Close an app",
-        "Closes the running app (the device shows a blank screen).",
+        "Closes the app (web: the device shows a blank page; Android: the package is force-stopped).",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: AppArgs) -> Result<Output, ToolError> {
         let app = configured_app(&call, &args.app_id)?;
@@ -398,7 +407,7 @@ impl Tool for OpenLink {
         "Opens an http or https URL on the session's device; `file:`, `chrome:`, `javascript:`, `data:` and other schemes are refused.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: OpenLinkArgs) -> Result<Output, ToolError> {
         act(&call, Action::OpenUrl(args.url)).await
@@ -428,7 +437,7 @@ impl Tool for Rotate {
         "Sets the screen orientation.",
         Hints::ACT,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: RotateArgs) -> Result<Output, ToolError> {
         act(&call, Action::Rotate(args.orientation.into())).await

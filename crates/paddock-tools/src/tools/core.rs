@@ -13,8 +13,8 @@ use crate::error::{ToolError, ToolErrorCode};
 use crate::session::SessionKey;
 use crate::tools::args::{NoArgs, Platform, wire_enum};
 use crate::tools::results::{
-    DeviceList, DiscoveryAnswer, DiscoveryReset, DiscoveryStatus, EnabledAfter, Layers,
-    ListedDevice, Scope, ToolChoices, ToolStatus, schema_of,
+    AndroidDetails, DeviceList, DiscoveryAnswer, DiscoveryReset, DiscoveryStatus, EnabledAfter,
+    Layers, ListedDevice, Scope, ToolChoices, ToolStatus, schema_of,
 };
 use crate::tools::{Call, Output, Tool};
 
@@ -254,6 +254,15 @@ impl Tool for ListDevices {
                 profile: device.profile,
                 state: device.state.as_str().to_owned(),
                 session: device.session,
+                android: device.android.map(|facts| AndroidDetails {
+                    serial: facts.serial,
+                    model: facts.model,
+                    api_level: facts.api_level,
+                    screen_width_px: facts.screen_px[0],
+                    screen_height_px: facts.screen_px[1],
+                    density_dpi: facts.density_dpi,
+                    avd_name: (!facts.avd_name.is_empty()).then_some(facts.avd_name),
+                }),
             })
             .collect();
         Output::structured(&DeviceList { devices })

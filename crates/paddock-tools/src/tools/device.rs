@@ -18,8 +18,10 @@ pub(super) const SETTLE: Duration = Duration::from_secs(3);
 /// The longest any single device operation may take.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(45);
 
-/// The platforms the device tools support today.
+/// Tools for web devices only.
 pub(super) const WEB: &[Platform] = &[Platform::Web];
+/// Tools for web and Android devices.
+pub(super) const WEB_AND_ANDROID: &[Platform] = &[Platform::Web, Platform::Android];
 
 pub(super) fn device_error(error: DeviceError) -> ToolError {
     let code = match &error {

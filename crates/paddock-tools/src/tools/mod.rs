@@ -36,6 +36,7 @@ use crate::session::SessionKey;
 
 pub(crate) mod acquisition;
 pub(crate) mod actions;
+pub(crate) mod android;
 pub(crate) mod args;
 mod argument_error;
 pub(crate) mod core;
@@ -72,6 +73,8 @@ pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
     &observation::Screenshot,
     &actions::Clipboard,
     &actions::Highlight,
+    &android::InstallApp,
+    &android::SqlQuery,
 ];
 
 /// One tool: its definition, its arguments and its handler.

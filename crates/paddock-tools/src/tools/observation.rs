@@ -7,7 +7,9 @@ use serde::Deserialize;
 use crate::catalog::{Hints, ToolDef};
 use crate::error::ToolError;
 use crate::tools::args::{Bounded, ImageAs, wire_enum};
-use crate::tools::device::{WEB, bounded, observation_output, publish_jpeg, session_device};
+use crate::tools::device::{
+    WEB_AND_ANDROID, bounded, observation_output, publish_jpeg, session_device,
+};
 use crate::tools::{Call, Image, Output, Tool};
 
 const DEFAULT_OBSERVE_SCREENSHOT_WIDTH: u32 = 360;
@@ -50,7 +52,7 @@ impl Tool for Observe {
         "Lists what is on screen for the session's device: each element's ref (stable while the element lives), role, name or text, value, non-default states and bounds (x,y width x height in CSS pixels), the focused element, the open modal dialog, screen size, app and URL, and how much content lies off screen. `full: true` lists the whole document. `screenshot: true` adds a downscaled JPEG. `format: json` returns structured data instead of text.",
         Hints::READ,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: ObserveArgs) -> Result<Output, ToolError> {
         let device = session_device(&call)?;
@@ -97,7 +99,7 @@ impl Tool for Screenshot {
         "Returns a JPEG of the screen, inline or, with `imageAs: link`, as a `resource_link` to the session's screenshot resource (read it with resources/read).",
         Hints::READ,
     )
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: ScreenshotArgs) -> Result<Output, ToolError> {
         let device = session_device(&call)?;

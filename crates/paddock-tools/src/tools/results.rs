@@ -144,6 +144,26 @@ pub(crate) struct ListedDevice {
     pub state: String,
     /// The session holding it.
     pub session: Option<String>,
+    /// Android: what the device reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub android: Option<AndroidDetails>,
+}
+
+/// An Android device's facts.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AndroidDetails {
+    /// The adb serial (`emulator-5554`, `R58M…`, `192.168.1.5:5555`).
+    pub serial: String,
+    pub model: String,
+    pub api_level: u32,
+    /// Physical pixels, portrait.
+    pub screen_width_px: u32,
+    pub screen_height_px: u32,
+    pub density_dpi: u32,
+    /// The emulator's AVD name, when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avd_name: Option<String>,
 }
 
 /// `listApps`'s answer.
