@@ -3,7 +3,8 @@
 //! never touch the user's daemon and run in parallel; dropping it stops whatever it started.
 //! [`RawRequest`] writes HTTP/1.1 by hand, because the ingress tests must send Host and Origin
 //! values that ordinary clients never produce. [`tls::TestCa`] makes a certificate authority at
-//! test time for servers that speak TLS (the scripted model server can).
+//! test time for servers that speak TLS (the scripted model server can). [`android`] is a fake
+//! Android 11 phone that the real adb server connects to, with a private adb server per test.
 
 pub mod android;
 pub mod fixture;
@@ -285,7 +286,7 @@ impl DaemonHarness {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        use std::io::{Read as _, Write as _};
+        use std::io::Write as _;
         let mut command = self.command(args);
         command
             .stdin(Stdio::piped())
@@ -299,38 +300,8 @@ impl DaemonHarness {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
-        // Both outputs are drained while the command runs, so a full pipe never stalls it.
-        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                if let Some(mut pipe) = pipe {
-                    let _ = pipe.read_to_end(&mut bytes);
-                }
-                bytes
-            })
-        };
-        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
-        let status = match deadline {
-            None => child.wait().with_context(|| description.clone())?,
-            Some(deadline) => loop {
-                if let Some(status) = child.try_wait().with_context(|| description.clone())? {
-                    break status;
-                }
-                if Instant::now() >= deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    bail!("{description} did not exit in time: it hangs");
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            },
-        };
+        let output = collect_output(child, &description, deadline)?;
         let _ = writer.join();
-        let output = Output {
-            status,
-            stdout: stdout.join().unwrap_or_default(),
-            stderr: stderr.join().unwrap_or_default(),
-        };
         Ok(CommandOutput {
             description,
             output,
@@ -537,6 +508,47 @@ fn reachable_binary(binary: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
         std::fs::set_permissions(&reachable, std::fs::Permissions::from_mode(0o755))?;
     }
     Ok(reachable)
+}
+
+/// Waits for `child` (its stdout and stderr piped) and collects both outputs, draining them
+/// while it runs so that a full pipe never stalls it. With a `deadline`, a child still running
+/// then is killed and the call fails: the deadline is there to catch a hang.
+pub(crate) fn collect_output(
+    mut child: Child,
+    description: &str,
+    deadline: Option<Instant>,
+) -> anyhow::Result<Output> {
+    use std::io::Read as _;
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = match deadline {
+        None => child.wait().with_context(|| description.to_owned())?,
+        Some(deadline) => loop {
+            if let Some(status) = child.try_wait().with_context(|| description.to_owned())? {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("{description} did not exit in time: it hangs");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        },
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }
 
 /// The loopback HTTP port of a daemon's status (`http://127.0.0.1:PORT/mcp`).

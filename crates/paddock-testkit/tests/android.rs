@@ -335,6 +335,14 @@ fn signing_in_reaches_the_list_and_back_returns() {
                 && line.ends_with(" u0 com.example.notes/.ListActivity t12}")),
         "{windows}"
     );
+    let displays = phone.ok("dumpsys window displays");
+    assert!(displays.contains("  mCurrentFocus=Window{"), "{displays}");
+    // As on Android 11, the window list no longer carries the focus lines.
+    assert!(
+        !phone
+            .ok("dumpsys window windows")
+            .contains("mCurrentFocus=")
+    );
     // The switch in the toolbar toggles.
     phone.tap_node(|n| n.attribute("text") == Some("Dark mode"));
     let document_xml = phone.dump();
@@ -655,6 +663,14 @@ fn activity_and_package_managers_answer_like_android_11() {
         String::from_utf8_lossy(&class.stderr),
         "Error type 3\nError: Activity class {com.example.notes/com.example.notes.Nope} does not exist.\n"
     );
+    let settings = phone.ok("am start -W -n com.android.settings/.Settings");
+    assert!(
+        settings.starts_with(
+            "Starting: Intent { cmp=com.android.settings/.Settings }\nStatus: ok\nLaunchState: COLD\nActivity: com.android.settings/.Settings\nTotalTime: "
+        ),
+        "{settings}"
+    );
+    assert_eq!(phone.device.screen(), "settings");
     let not_debuggable = phone.shell("run-as com.example.notes ls");
     assert_eq!(not_debuggable.status.code(), Some(1));
     assert_eq!(
@@ -774,7 +790,7 @@ fn the_fake_emulator_registers_a_device_with_its_avd_name() {
             .unwrap()
             .ends_with("adb")
     );
-    let mut child = Command::new(&emulator)
+    let child = Command::new(&emulator)
         .args([
             "-avd",
             "Pixel_4a_API_30",

@@ -78,37 +78,10 @@ pub(crate) fn output_within(mut command: Command, within: Duration) -> anyhow::R
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = command
+    let child = command
         .spawn()
         .with_context(|| format!("starting {description}"))?;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let deadline = Instant::now() + within;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("{description} did not finish within {within:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Ok(Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    })
+    crate::collect_output(child, &description, Some(Instant::now() + within))
 }
 
 fn wait_until_ready(child: &mut Child, port: u16) -> anyhow::Result<()> {

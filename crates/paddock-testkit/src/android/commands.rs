@@ -274,7 +274,7 @@ fn list_packages(device: &Device, args: &[String]) -> Output {
     let listed = device
         .packages
         .iter()
-        .filter(|p| !(third_party && p.system) && !(system && !p.system))
+        .filter(|p| if p.system { !third_party } else { !system })
         .filter(|p| filter.is_none_or(|f| p.name.contains(f)))
         .map(|p| {
             let mut line = String::from("package:");
@@ -528,70 +528,112 @@ fn am(device: &mut Device, args: &[String]) -> Output {
     }
 }
 
+/// How a started activity came up, for `am start -W`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launch {
+    Cold,
+    Warm,
+    Hot,
+}
+
 fn start_activity(device: &mut Device, args: &[String]) -> Output {
     let mut intent = match parse_intent(args) {
         Ok(intent) => intent,
         Err(message) => return Output::fail(255, format!("Error: {message}\n")),
     };
-    let stdout = format!("Starting: {}\n", intent.describe());
+    let wait = args.iter().any(|arg| arg == "-W");
+    let mut stdout = String::new();
+    if args.iter().any(|arg| arg == "-S")
+        && let Some((package, _)) = &intent.component
+    {
+        let _ = writeln!(stdout, "Stopping: {package}");
+        device.force_stop(package);
+    }
+    let _ = writeln!(stdout, "Starting: {}", intent.describe());
     // `am` adds FLAG_ACTIVITY_NEW_TASK after it printed the intent.
     intent.flags |= 0x1000_0000;
-    let unresolved = |intent: &Intent, stdout: String| Output {
-        stdout: stdout.into_bytes(),
-        stderr: format!(
-            "Error: Activity not started, unable to resolve {}\n",
-            intent.describe()
-        )
-        .into_bytes(),
-        code: 0,
-    };
-    if let Some((package, class)) = &intent.component {
-        return match device.start_component(package, class) {
-            Some(StartResult::Started) => Output::ok(stdout),
-            Some(StartResult::BroughtToFront) => Output {
-                stdout: stdout.into_bytes(),
-                stderr: b"Warning: Activity not started, its current task has been brought to the front\n".to_vec(),
-                code: 0,
-            },
-            None if device.package(package).is_some() => Output {
-                stdout: stdout.into_bytes(),
-                stderr: format!(
-                    "Error type 3\nError: Activity class {{{package}/{class}}} does not exist.\n"
-                )
-                .into_bytes(),
-                code: 0,
-            },
-            None => unresolved(&intent, stdout),
-        };
-    }
-    let web = intent.data.as_deref().is_some_and(|data| {
-        let lower = data.to_ascii_lowercase();
-        lower.starts_with("http://") || lower.starts_with("https://")
-    });
-    match (intent.action.as_deref(), &intent.data) {
-        (Some("android.intent.action.VIEW"), Some(url)) if web => {
-            let url = url.clone();
-            device.open_url(&url);
-            Output::ok(stdout)
-        }
-        (Some("android.intent.action.MAIN"), None)
-            if intent
-                .categories
-                .iter()
-                .any(|c| c == "android.intent.category.HOME") =>
-        {
-            device.go_home();
-            Output::ok(stdout)
-        }
-        (Some("android.intent.action.MAIN"), None) if intent.package.is_some() => {
-            let package = intent.package.clone().unwrap_or_default();
-            if device.launch(&package) {
-                Output::ok(stdout)
-            } else {
-                unresolved(&intent, stdout)
+    // Warnings and errors go to stderr, unless -W asked for a report on stdout.
+    let mut report = String::new();
+    let launched: Option<Launch> = if let Some((package, class)) = intent.component.clone() {
+        let running = device.processes.contains_key(&package);
+        match device.start_component(&package, &class) {
+            Some(StartResult::Started) => Some(if running { Launch::Warm } else { Launch::Cold }),
+            Some(StartResult::BroughtToFront) => {
+                report.push_str(
+                    "Warning: Activity not started, its current task has been brought to the front\n",
+                );
+                Some(Launch::Hot)
             }
+            None if device.package(&package).is_some() => {
+                let _ = write!(
+                    report,
+                    "Error type 3\nError: Activity class {{{package}/{class}}} does not exist.\n"
+                );
+                None
+            }
+            None => None,
         }
-        _ => unresolved(&intent, stdout),
+    } else {
+        let web = intent.data.as_deref().is_some_and(|data| {
+            let lower = data.to_ascii_lowercase();
+            lower.starts_with("http://") || lower.starts_with("https://")
+        });
+        let home = intent
+            .categories
+            .iter()
+            .any(|category| category == "android.intent.category.HOME");
+        match (intent.action.as_deref(), intent.data.clone()) {
+            (Some("android.intent.action.VIEW"), Some(url)) if web => {
+                let running = device.processes.contains_key(super::apps::BROWSER);
+                device.open_url(&url);
+                Some(if running { Launch::Warm } else { Launch::Cold })
+            }
+            (Some("android.intent.action.MAIN"), None) if home => {
+                device.go_home();
+                Some(Launch::Hot)
+            }
+            (Some("android.intent.action.MAIN"), None) => {
+                let package = intent.package.clone().unwrap_or_default();
+                let running = device.processes.contains_key(&package);
+                device
+                    .launch(&package)
+                    .then_some(if running { Launch::Hot } else { Launch::Cold })
+            }
+            _ => None,
+        }
+    };
+    if launched.is_none() && report.is_empty() {
+        let _ = writeln!(
+            report,
+            "Error: Activity not started, unable to resolve {}",
+            intent.describe()
+        );
+    }
+    let mut stderr = String::new();
+    if wait {
+        stdout.push_str(&report);
+    } else {
+        stderr = report;
+    }
+    if let (true, Some(launch)) = (wait, launched) {
+        let front = device.front();
+        let (state, total) = match launch {
+            Launch::Cold => ("COLD", 412),
+            Launch::Warm => ("WARM", 187),
+            Launch::Hot => ("HOT", 63),
+        };
+        let _ = write!(
+            stdout,
+            "Status: ok\nLaunchState: {state}\nActivity: {}/{}\nTotalTime: {total}\nWaitTime: {}\nComplete\n",
+            front.screen.package(),
+            front.screen.short_class(),
+            total + 4
+        );
+    }
+    Output {
+        stdout: stdout.into_bytes(),
+        stderr: stderr.into_bytes(),
+        code: 0,
     }
 }
 
@@ -688,13 +730,13 @@ pub(crate) fn key_code(name: &str) -> u32 {
         return if number <= 288 { number } else { 0 };
     }
     let name = name.strip_prefix("KEYCODE_").unwrap_or(name);
-    if let Some(letter) = name.strip_prefix("").filter(|n| n.len() == 1) {
-        let c = letter.chars().next().unwrap_or(' ');
+    // Letters and digits are `KEYCODE_A`…`KEYCODE_Z` and `KEYCODE_0`…`KEYCODE_9`.
+    if let [c] = name.as_bytes() {
         if c.is_ascii_uppercase() {
-            return 29 + (c as u32 - 'A' as u32);
+            return 29 + u32::from(c - b'A');
         }
         if c.is_ascii_digit() {
-            return 7 + (c as u32 - '0' as u32);
+            return 7 + u32::from(c - b'0');
         }
     }
     KEY_NAMES
@@ -910,10 +952,7 @@ fn ime(device: &mut Device, args: &[String]) -> Output {
             if brief {
                 Output::ok(lines(shown))
             } else {
-                Output::ok(lines(shown.iter().map(|ime| {
-                    let (package, _) = ime.split_once('/').unwrap_or((ime, ""));
-                    format!("{ime}:\n  mId={ime} mSettingsActivityName=null mIsVrOnly=false mSupportsSwitchingToNextInputMethod=false\n  mIsDefaultResId=0x0\n  Service:\n    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n    ServiceInfo:\n      name={}\n      packageName={package}\n      enabled=true exported=true directBootAware=false\n      permission=android.permission.BIND_INPUT_METHOD", ime.replace("/.", &format!("/{package}.")).split('/').nth(1).unwrap_or(""))
-                })))
+                Output::ok(lines(shown.iter().map(|ime| ime_details(ime))))
             }
         }
         (Some(verb @ ("enable" | "disable")), Some(id)) => {
@@ -972,6 +1011,18 @@ fn ime(device: &mut Device, args: &[String]) -> Output {
             "ime <command>:\n  list [-a] [-s]\n    prints all enabled input methods.\n  enable [--user <USER_ID>] <ID>\n    allows the given input method ID to be used.\n  disable [--user <USER_ID>] <ID>\n    disallows the given input method ID to be used.\n  set [--user <USER_ID>] <ID>\n    switches to the given input method ID.\n  reset [--user <USER_ID>]\n    reset currently selected/enabled IMEs to the default ones as if the device is initially booted with the current locale.\n",
         ),
     }
+}
+
+/// What `ime list` (without `-s`) prints of one input method.
+fn ime_details(ime: &str) -> String {
+    let (package, class) = ime.split_once('/').unwrap_or((ime, ""));
+    let class = match class.strip_prefix('.') {
+        Some(short) => format!("{package}.{short}"),
+        None => class.to_owned(),
+    };
+    format!(
+        "{ime}:\n  mId={ime} mSettingsActivityName=null mIsVrOnly=false mSupportsSwitchingToNextInputMethod=false\n  mIsDefaultResId=0x0\n  Service:\n    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n    ServiceInfo:\n      name={class}\n      packageName={package}\n      enabled=true exported=true directBootAware=false\n      permission=android.permission.BIND_INPUT_METHOD"
+    )
 }
 
 /// The compressed hierarchy (`uiautomator dump --compressed`): views not important for

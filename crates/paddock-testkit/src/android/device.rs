@@ -649,6 +649,14 @@ impl Device {
                 "ro.product.cpu.abi",
                 if emulator { "x86_64" } else { "arm64-v8a" },
             ),
+            (
+                "ro.product.cpu.abilist",
+                if emulator {
+                    "x86_64,x86,arm64-v8a,armeabi-v7a,armeabi"
+                } else {
+                    "arm64-v8a,armeabi-v7a,armeabi"
+                },
+            ),
             ("ro.sf.lcd_density", "440"),
             ("ro.debuggable", "0"),
             ("ro.secure", "1"),

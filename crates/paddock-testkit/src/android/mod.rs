@@ -44,7 +44,6 @@ pub use adb_server::AdbServer;
 pub use device::FakeAndroidConfig;
 pub use emulator::fake_android_home;
 pub use shell_words::{ShellSyntaxError, quote, split_words};
-pub use ui::{Node, Rect, hierarchy_xml};
 
 use device::Device;
 use transport::{Connection, lock};

@@ -395,7 +395,6 @@ fn interactive(
         pending: Vec::new(),
         closed: false,
     };
-    let mut raw_input;
     let mut line: Vec<u8> = Vec::new();
     let send = |writer: &mut StreamWriter, data: &[u8]| {
         if request.v2 {
@@ -410,10 +409,10 @@ fn interactive(
         let data = if request.v2 {
             input.next()
         } else {
-            raw_input = [0u8; 4096];
-            match input.reader.read(&mut raw_input) {
+            let mut buffer = [0u8; 4096];
+            match input.reader.read(&mut buffer) {
                 Ok(0) | Err(_) => None,
-                Ok(count) => Some(raw_input[..count].to_vec()),
+                Ok(count) => Some(buffer[..count].to_vec()),
             }
         };
         let Some(data) = data else {

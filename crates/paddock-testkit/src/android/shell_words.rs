@@ -411,7 +411,11 @@ pub fn split_words(line: &str) -> Result<Vec<String>, ShellSyntaxError> {
     Ok(tokenize(line)?
         .into_iter()
         .filter_map(|token| match token {
-            Token::Word(word) => Some(word.expand(&|_| String::new())),
+            Token::Word(word) => {
+                let text = word.expand(&|_| String::new());
+                // An unquoted word that expands to nothing is no word, as in sh.
+                (!text.is_empty() || word.quoted).then_some(text)
+            }
             _ => None,
         })
         .collect())
@@ -447,6 +451,7 @@ mod tests {
             ["echo", "a\"b", r"c\d", "ef"]
         );
         assert_eq!(words("echo ''"), ["echo", ""]);
+        assert_eq!(words("echo $UNSET x"), ["echo", "x"]);
         assert_eq!(words(r#"echo "x\ny""#), ["echo", r"x\ny"]);
     }
 

@@ -80,6 +80,22 @@ fn metadata(path: &str, stat: Stat) -> Metadata {
     }
 }
 
+/// The fields of a `stat_v2` (and `dent_v2`) after the id: no error, then dev, ino, mode,
+/// nlink, uid, gid, size and the three times (all the mtime).
+fn push_stat_v2(out: &mut Vec<u8>, meta: &Metadata) {
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&0xfd05u64.to_le_bytes());
+    out.extend_from_slice(&meta.ino.to_le_bytes());
+    out.extend_from_slice(&meta.mode.to_le_bytes());
+    out.extend_from_slice(&meta.nlink.to_le_bytes());
+    out.extend_from_slice(&meta.uid.to_le_bytes());
+    out.extend_from_slice(&meta.gid.to_le_bytes());
+    out.extend_from_slice(&meta.size.to_le_bytes());
+    for _ in 0..3 {
+        out.extend_from_slice(&i64::from(meta.mtime).to_le_bytes());
+    }
+}
+
 fn stat_v2_bytes(reply_id: u32, path: &str, stat: Option<Stat>) -> Vec<u8> {
     let mut out = Vec::with_capacity(72);
     out.extend_from_slice(&reply_id.to_le_bytes());
@@ -88,20 +104,7 @@ fn stat_v2_bytes(reply_id: u32, path: &str, stat: Option<Stat>) -> Vec<u8> {
             out.extend_from_slice(&FsError::NotFound.errno().to_le_bytes());
             out.resize(72, 0);
         }
-        Some(stat) => {
-            let meta = metadata(path, stat);
-            out.extend_from_slice(&0u32.to_le_bytes());
-            out.extend_from_slice(&0xfd05u64.to_le_bytes());
-            out.extend_from_slice(&meta.ino.to_le_bytes());
-            out.extend_from_slice(&meta.mode.to_le_bytes());
-            out.extend_from_slice(&meta.nlink.to_le_bytes());
-            out.extend_from_slice(&meta.uid.to_le_bytes());
-            out.extend_from_slice(&meta.gid.to_le_bytes());
-            out.extend_from_slice(&meta.size.to_le_bytes());
-            for _ in 0..3 {
-                out.extend_from_slice(&i64::from(meta.mtime).to_le_bytes());
-            }
-        }
+        Some(stat) => push_stat_v2(&mut out, &metadata(path, stat)),
     }
     out
 }
@@ -213,17 +216,7 @@ fn list(device: &Mutex<Device>, writer: &mut StreamWriter, name: &str, v2: bool)
         let mut out = Vec::new();
         if v2 {
             out.extend_from_slice(&DNT2.to_le_bytes());
-            out.extend_from_slice(&0u32.to_le_bytes());
-            out.extend_from_slice(&0xfd05u64.to_le_bytes());
-            out.extend_from_slice(&meta.ino.to_le_bytes());
-            out.extend_from_slice(&meta.mode.to_le_bytes());
-            out.extend_from_slice(&meta.nlink.to_le_bytes());
-            out.extend_from_slice(&meta.uid.to_le_bytes());
-            out.extend_from_slice(&meta.gid.to_le_bytes());
-            out.extend_from_slice(&meta.size.to_le_bytes());
-            for _ in 0..3 {
-                out.extend_from_slice(&i64::from(meta.mtime).to_le_bytes());
-            }
+            push_stat_v2(&mut out, &meta);
             out.extend_from_slice(&name_length.to_le_bytes());
         } else {
             out.extend_from_slice(&DENT.to_le_bytes());

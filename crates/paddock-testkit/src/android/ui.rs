@@ -238,6 +238,7 @@ impl Node {
     }
 
     /// Every node, parents before children.
+    #[cfg(test)]
     pub fn walk(&self) -> Vec<&Node> {
         let mut nodes = vec![self];
         let mut index = 0;
@@ -279,14 +280,6 @@ impl Node {
             }
         }
         self.scrollable.then_some(self)
-    }
-
-    /// Finds the first node (pre-order) that `matches`.
-    pub fn find(&self, matches: &dyn Fn(&Node) -> bool) -> Option<&Node> {
-        if matches(self) {
-            return Some(self);
-        }
-        self.children.iter().find_map(|child| child.find(matches))
     }
 }
 
