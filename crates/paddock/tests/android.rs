@@ -890,3 +890,51 @@ fn every_action_sends_its_documented_command() {
         "{refused}"
     );
 }
+
+#[test]
+fn a_repeated_observe_of_an_unchanged_screen_reuses_the_dump() {
+    let World {
+        http,
+        harness: _harness,
+        phone,
+        adb: _adb,
+    } = world(FakeAndroidConfig::default());
+    let session = acquire(&http, "cache");
+    let first = ok_text(
+        &session
+            .call("launchApp", json!({ "appId": "com.example.notes" }))
+            .unwrap(),
+    );
+    assert!(
+        first.contains("app=com.example.notes com.example.notes/.LoginActivity"),
+        "the header names the activity: {first}"
+    );
+    let dumps = |commands: &[String]| {
+        commands
+            .iter()
+            .filter(|command| command.starts_with("uiautomator dump"))
+            .count()
+    };
+    let before = phone.commands().len();
+    let again = ok_text(&session.call("observe", json!({})).unwrap());
+    let sent = commands_since(&phone, before);
+    assert_eq!(dumps(&sent), 0, "nothing was redrawn, so no dump: {sent:?}");
+    assert!(
+        sent.contains(&"service call SurfaceFlinger 1013".to_owned()),
+        "{sent:?}"
+    );
+    assert!(again.contains("button \"Sign in\""), "{again}");
+    // A change on screen is seen at once.
+    ok_text(
+        &session
+            .call("tapOn", json!({ "text": "Remember me" }))
+            .unwrap(),
+    );
+    let before = phone.commands().len();
+    let after = ok_text(&session.call("observe", json!({})).unwrap());
+    assert_eq!(dumps(&commands_since(&phone, before)), 0);
+    assert!(
+        after.contains("checkbox \"Remember me\" [checked"),
+        "{after}"
+    );
+}

@@ -305,7 +305,9 @@ impl AndroidDevice {
 
     /// The focused window's package and activity from `dumpsys window`.
     async fn focus(&self) -> Result<Option<(String, String)>, DeviceError> {
-        let text = self.run("dumpsys window windows").await?;
+        // Android 11 prints the focus lines in the `displays` section (and in the whole dump),
+        // no longer under `windows`.
+        let text = self.run("dumpsys window displays").await?;
         Ok(parse_focus(&text))
     }
 
@@ -893,16 +895,13 @@ fn scroll_notice(container: &hierarchy::ScrollContainer, elements: &[Element]) -
     line
 }
 
-/// The count in `Result: Parcel(00000000 0001e240   '....@...')`: the second word, after
-/// the status word.
+/// The count in `Result: Parcel(0001e240    '@...')`: SurfaceFlinger's debug transactions
+/// write their answer with no status word, so the first word is the count. An error reply
+/// (`Parcel(Error: 0xffffffb6 …)`) is `None`.
 pub fn parse_page_flips(text: &str) -> Option<u64> {
     let inside = text.split_once("Parcel(")?.1;
-    let mut words = inside.split_whitespace();
-    let status = words.next()?;
-    if u32::from_str_radix(status, 16).ok()? != 0 {
-        return None;
-    }
-    u64::from_str_radix(words.next()?.trim_end_matches(')'), 16).ok()
+    let word = inside.split_whitespace().next()?.trim_end_matches(')');
+    u64::from_str_radix(word, 16).ok()
 }
 
 /// `Physical size: 1080x2340` (and an `Override size:` line that wins when present).
@@ -970,10 +969,13 @@ mod tests {
     #[test]
     fn page_flip_counts_parse() {
         assert_eq!(
-            parse_page_flips("Result: Parcel(00000000 0001e240   '....@...')\n"),
+            parse_page_flips("Result: Parcel(0001e240    '@...')\n"),
             Some(123_456)
         );
-        assert_eq!(parse_page_flips("Result: Parcel(ffffffb6 '....')"), None);
+        assert_eq!(
+            parse_page_flips("Result: Parcel(Error: 0xffffffb6 \"Not a data message\")"),
+            None
+        );
         assert_eq!(parse_page_flips("service: not found"), None);
     }
 

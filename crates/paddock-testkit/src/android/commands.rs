@@ -33,6 +33,7 @@ pub(crate) fn run(
         "screencap" => screencap(device, session, args),
         "dumpsys" => dumpsys(device, args),
         "monkey" => monkey(device, args),
+        "service" => service(device, args),
         "logcat" => logcat(args),
         "sqlite3" if session.run_as.is_some() => sqlite3(device, args),
         "cmd" => {
@@ -1060,6 +1061,53 @@ fn compress(node: &Node) -> Node {
         copy.children.push(Node { index, ..child });
     }
     copy
+}
+
+/// `service call SERVICE CODE`: only SurfaceFlinger's debug transaction 1013 (the page-flip
+/// count), answered as `service` prints a reply parcel — one 32-bit word in hex and its bytes
+/// as characters; `service list` and `service check` as the real one.
+fn service(device: &mut Device, args: &[String]) -> Output {
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["call", "SurfaceFlinger", "1013"] => {
+            let display = device.display();
+            let frame = ui::hierarchy_xml(
+                &device.tree(),
+                display.rotation,
+                display.width,
+                display.height,
+            );
+            if frame != device.last_frame {
+                device.page_flips = device.page_flips.wrapping_add(1);
+                device.last_frame = frame;
+            }
+            let bytes = device.page_flips.to_le_bytes();
+            let shown: String = bytes
+                .iter()
+                .map(|byte| {
+                    if byte.is_ascii_graphic() {
+                        char::from(*byte)
+                    } else {
+                        '.'
+                    }
+                })
+                .collect();
+            Output::ok(format!(
+                "Result: Parcel({:08x}    '{shown}')\n",
+                device.page_flips
+            ))
+        }
+        ["call", "SurfaceFlinger", ..] => {
+            Output::ok("Result: Parcel(Error: 0xffffffb6 \"Not a data message\")\n")
+        }
+        ["check", name] => Output::ok(format!("Service {name}: found\n")),
+        ["list"] => {
+            Output::ok("Found 1 services:\n0\tSurfaceFlinger: [android.ui.ISurfaceComposer]\n")
+        }
+        _ => Output::ok(
+            "Usage: service [-h|-?]\n       service list\n       service check SERVICE\n       service call SERVICE CODE [i32 N | i64 N | f N | d N | s16 STR ] ...\n",
+        ),
+    }
 }
 
 fn uiautomator(device: &mut Device, session: &Session, args: &[String]) -> Output {

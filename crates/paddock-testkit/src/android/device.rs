@@ -549,6 +549,11 @@ pub(crate) struct Device {
     pub(crate) installs: Vec<String>,
     /// How many of the next `uiautomator dump`s fail.
     pub(crate) dumps_to_fail: u32,
+    /// SurfaceFlinger's page-flip count and the screen it last showed: a frame is flipped
+    /// whenever what is on screen differs from the last frame (`service call SurfaceFlinger
+    /// 1013` reads the count).
+    pub(crate) page_flips: u32,
+    pub(crate) last_frame: String,
     /// `wm size WxH` / `wm density N` overrides (reported only).
     pub(crate) size_override: Option<(u32, u32)>,
     pub(crate) density_override: Option<u32>,
@@ -571,6 +576,8 @@ impl Device {
             opened_urls: Vec::new(),
             installs: Vec::new(),
             dumps_to_fail: 0,
+            page_flips: 1,
+            last_frame: String::new(),
             size_override: None,
             density_override: None,
             config,
