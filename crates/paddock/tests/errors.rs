@@ -131,9 +131,15 @@ fn cli_errors_say_what_happened_and_what_to_do() {
             .unwrap(),
     ));
     cases.push((
-        "warming an unknown platform",
+        "warming an Android device without an AVD",
         harness
             .run(["devices", "warm", "1", "--platform", "android"])
+            .unwrap(),
+    ));
+    cases.push((
+        "warming an unknown platform",
+        harness
+            .run(["devices", "warm", "1", "--platform", "ios"])
             .unwrap(),
     ));
     let report: String = cases
