@@ -274,7 +274,7 @@ fn list_packages(device: &Device, args: &[String]) -> Output {
     let listed = device
         .packages
         .iter()
-        .filter(|p| !(third_party && p.system) && !(system && !p.system))
+        .filter(|p| if p.system { !third_party } else { !system })
         .filter(|p| filter.is_none_or(|f| p.name.contains(f)))
         .map(|p| {
             let mut line = String::from("package:");

@@ -132,13 +132,9 @@ pub(crate) fn serve(
     let mut reader = io::BufReader::new(socket);
     let mut connected = false;
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
-    loop {
-        let packet = match Packet::read_from(&mut reader, READ_LIMIT) {
-            Ok(packet) => packet,
-            // A broken header leaves the stream out of step, so the connection ends
-            // (protocol.md: "MUST result in the closing of the remote connection").
-            Err(_) => break,
-        };
+    // A broken header leaves the stream out of step, so the connection ends (protocol.md:
+    // "MUST result in the closing of the remote connection").
+    while let Ok(packet) = Packet::read_from(&mut reader, READ_LIMIT) {
         workers.retain(|worker| !worker.is_finished());
         match packet.command {
             A_CNXN => {
