@@ -1,6 +1,7 @@
 //! The daemon a benchmark measures: the real `paddock` binary, started detached in a private
 //! state and socket directory, stopped on drop.
 
+use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,12 +73,25 @@ impl PrivateDaemon {
         let mut command = Command::new(&self.paddock);
         command
             .args(args)
-            .env("PADDOCK_STATE_DIR", self.dir.path().join("state"))
-            .env("PADDOCK_AUX_SOCKET_DIR", self.dir.path())
-            .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
-            .env("PADDOCK_CONFIG", self.dir.path().join("config.toml"))
+            .envs(self.client_env())
             .env_remove("PADDOCK_DAEMON_TOKEN_FILE_PATH");
         command
+    }
+
+    /// The variables that point a `paddock` command at this daemon (its state, sockets,
+    /// runtime directory and config); a command must also go without
+    /// `PADDOCK_DAEMON_TOKEN_FILE_PATH`.
+    pub fn client_env(&self) -> Vec<(OsString, OsString)> {
+        let dir = self.dir.path();
+        [
+            ("PADDOCK_STATE_DIR", dir.join("state")),
+            ("PADDOCK_AUX_SOCKET_DIR", dir.to_path_buf()),
+            ("XDG_RUNTIME_DIR", dir.join("run")),
+            ("PADDOCK_CONFIG", dir.join("config.toml")),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.into(), value.into_os_string()))
+        .collect()
     }
 
     /// The daemon's pid.

@@ -96,6 +96,10 @@ impl Latency {
     pub fn p90(&self) -> f64 {
         self.percentile_ms(90.0)
     }
+
+    pub fn p99(&self) -> f64 {
+        self.percentile_ms(99.0)
+    }
 }
 
 /// What one kind of answer carried: text characters and the image, if any.
@@ -341,7 +345,7 @@ fn start_daemon(
 }
 
 /// An MCP client for the daemon, holding its token.
-fn paddock_client(daemon: &PrivateDaemon) -> anyhow::Result<McpClient> {
+pub(crate) fn paddock_client(daemon: &PrivateDaemon) -> anyhow::Result<McpClient> {
     let url = daemon.url("/mcp")?;
     let address = resolve(&Target::parse(&url)?.authority)?;
     let token = paddock_client::token::read_token_file(&daemon.token_file())?;

@@ -1,23 +1,28 @@
 //! `paddock-bench`: the one entry point for Paddock's benchmarks. Each measures Paddock and a
 //! peer in the same run, with the same load generator (`wrk`) or the same client, and prints
 //! the ratio; none asserts a timing. With `--smoke` each instead performs its measured operation
-//! once against Paddock alone and checks the answer, which is how the test suite keeps every
-//! benchmark working (`tests/smoke.rs`).
+//! once against Paddock alone (`android` against its peer too, on the same fake phone) and
+//! checks the answer, which is how the test suite keeps every benchmark working
+//! (`tests/smoke.rs`).
 
 mod agents_backends;
 mod agents_driver;
 mod agents_host;
+mod android;
 mod daemon;
 mod devices;
 mod ingress;
 mod listen;
 mod mcp;
 mod mcp_client;
+mod mobile_mcp_peer;
+mod node_package;
 mod pii;
 mod playwright_peer;
 mod probe;
 mod proxy;
 mod smoke;
+mod stdio_client;
 mod ts_peer;
 mod wrk;
 
@@ -32,7 +37,8 @@ use crate::smoke::Mode;
 #[command(about = "Paddock benchmarks (each prints Paddock next to its peer and the ratio)")]
 struct Cli {
     /// Perform the measured operation once against Paddock alone (no peer, no load generator,
-    /// no timings), check its answer and exit non-zero if it is wrong.
+    /// no timings; `android` checks its peer too), check its answer and exit non-zero if it is
+    /// wrong.
     #[arg(long, global = true)]
     smoke: bool,
     #[command(subcommand)]
@@ -50,6 +56,10 @@ enum Bench {
     /// (with and without a screenshot) vs `browser_snapshot` and `browser_take_screenshot` on
     /// a 400-row table page; latencies one request at a time.
     Devices(devices::DevicesArgs),
+    /// Paddock's Android devices vs mobile-mcp on the same fake phone behind the same adb
+    /// server: `observe` vs `mobile_list_elements_on_screen` and `tapOn` vs
+    /// `mobile_click_on_screen_at_coordinates`, over HTTP and stdio; adb commands per call.
+    Android(android::AndroidArgs),
     /// The agent driver's own overhead: `send()` to the CLI's stdin and a stdout line to the
     /// event, p50 and p99, against a fake Claude CLI; resident memory per idle session.
     AgentsDriver(agents_driver::DriverArgs),
@@ -119,6 +129,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Bench::Ingress(args) => runtime.block_on(ingress::run(args, mode)),
         Bench::Mcp(args) => runtime.block_on(mcp::run(args, mode)),
         Bench::Devices(args) => runtime.block_on(devices::run(args, mode)),
+        Bench::Android(args) => runtime.block_on(android::run(args, mode)),
         Bench::AgentsDriver(args) => runtime.block_on(agents_driver::run(args, mode)),
         Bench::AgentsBackends(args) => runtime.block_on(agents_backends::run(args, mode)),
         Bench::AgentsHost(args) => runtime.block_on(agents_host::run(args, mode)),

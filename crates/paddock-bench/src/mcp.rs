@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::LoadArgs;
 use crate::daemon::{PrivateDaemon, paddock_binary};
 use crate::ingress::{EXPECTED_HEARTBEAT, spawn_bare_axum};
+use crate::node_package::installed_version;
 use crate::probe::{self, Target};
 use crate::smoke::{self, Mode};
 use crate::ts_peer::{self, TsPeer};
@@ -170,7 +171,7 @@ pub(crate) async fn run(args: McpArgs, mode: Mode) -> anyhow::Result<()> {
     );
     println!(
         "peers: @modelcontextprotocol/sdk {} stateless Streamable HTTP with JSON responses (no auth); bare axum GET /heartbeat",
-        sdk_version(&ts_dir)
+        installed_version(&ts_dir, "@modelcontextprotocol/sdk")
     );
     wrk::print_table(&[
         (servers[0].name, &bare),
@@ -223,16 +224,6 @@ fn smoke(paddock: &Path) -> anyhow::Result<()> {
 
 pub(crate) fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "missed" }
-}
-
-/// The SDK version installed in the peer's `node_modules`, for the report.
-fn sdk_version(dir: &Path) -> String {
-    let manifest = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
-    std::fs::read(manifest)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .and_then(|manifest| manifest["version"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "(unknown version)".to_owned())
 }
 
 fn probe_heartbeat(url: &str) -> anyhow::Result<()> {

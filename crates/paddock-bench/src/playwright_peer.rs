@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use paddock_process::{ChildSpec, ManagedChild};
-use serde_json::Value;
+
+use crate::node_package::installed_version;
 
 /// How long node may take to load Playwright and listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -29,12 +30,7 @@ pub fn default_dir() -> PathBuf {
 
 /// The installed `@playwright/mcp` version, for the report.
 pub fn version(dir: &Path) -> String {
-    let manifest = dir.join("node_modules/@playwright/mcp/package.json");
-    std::fs::read(manifest)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .and_then(|manifest| manifest["version"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "(unknown version)".to_owned())
+    installed_version(dir, "@playwright/mcp")
 }
 
 /// What to run.

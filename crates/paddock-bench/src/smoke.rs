@@ -1,7 +1,8 @@
 //! Measure or smoke: what `--smoke` changes, and the line a smoke run ends with. A smoke run
 //! performs a benchmark's measured operation once against Paddock alone (no peer, no load
 //! generator, no timings printed) and checks the answer, so that a broken benchmark fails the
-//! test suite instead of rotting until somebody runs it.
+//! test suite instead of rotting until somebody runs it. `android` is the exception: its peer
+//! drives the same in-process fake phone, cheaply, so its smoke run checks both servers.
 
 /// How a benchmark runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

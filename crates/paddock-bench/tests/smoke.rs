@@ -6,6 +6,9 @@
 //! behind: anything still running with that root in its environment or arguments once the
 //! benchmark exited is killed and fails the test.
 //!
+//! `android` is the one benchmark whose smoke run starts its peer too: mobile-mcp must be
+//! installed (`scripts/setup --dev` does it), or the run fails saying how to install it.
+//!
 //! The daemon benchmarks need the `paddock` binary beside `paddock-bench`. `cargo test
 //! --workspace` has built it; under `cargo test -p paddock-bench` it is built here when missing
 //! (and used as it is when present: rebuild it after changing the daemon).
@@ -286,6 +289,18 @@ fn devices_observe_returns_the_pages_text() {
             "getWeb acquired a warm one",
             "observe returned the page's text (`Accounts`, `user1@example.com`)",
             "observe+screenshot a screenshot (image/",
+        ],
+    );
+}
+
+#[test]
+fn android_observes_and_taps_the_fake_phone_on_both_servers() {
+    smoke(
+        &["android", "--paddock", &paddock_arg()],
+        &[
+            "smoke android: ok:",
+            "paddock observe (http and stdio) and mobile-mcp's element list (mobilecli and legacy robot) showed the sign-in screen (`Sign in`)",
+            "answered and reached the phone (input tap ",
         ],
     );
 }

@@ -155,6 +155,11 @@ impl AdbServer {
         format!("tcp:127.0.0.1:{}", self.port)
     }
 
+    /// The adb binary that runs the server (and [`Self::command`]'s clients).
+    pub fn adb_binary(&self) -> &Path {
+        &self.adb
+    }
+
     /// The server's HOME (its `.android` key directory lives there).
     pub fn home(&self) -> &Path {
         self.home.path()

@@ -146,6 +146,12 @@ impl FakeAndroid {
         lock(&self.core.log).commands.clone()
     }
 
+    /// How many shell and exec command lines the device has received: the length of
+    /// [`Self::commands`], without copying them.
+    pub fn command_count(&self) -> usize {
+        lock(&self.core.log).commands.len()
+    }
+
     /// Every service string a host OPENed, in order, refused ones included.
     pub fn services(&self) -> Vec<String> {
         lock(&self.core.log).services.clone()
