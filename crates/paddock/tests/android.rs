@@ -938,3 +938,42 @@ fn a_repeated_observe_of_an_unchanged_screen_reuses_the_dump() {
         "{after}"
     );
 }
+
+#[test]
+fn the_clipboard_copies_and_pastes_on_android_and_says_why_it_cannot_read() {
+    let World {
+        http,
+        harness: _harness,
+        phone,
+        adb: _adb,
+    } = world(FakeAndroidConfig::default());
+    let answer = http
+        .with_session("clip")
+        .call("getAndroid", json!({ "enableTools": ["clipboard"] }))
+        .unwrap();
+    assert_eq!(answer["isError"], false, "{answer}");
+    let session = http.with_session("clip");
+    let before = phone.commands().len();
+    let copied = session
+        .call("clipboard", json!({ "operation": "copy" }))
+        .unwrap();
+    assert_eq!(copied["isError"], false, "{copied}");
+    assert!(commands_since(&phone, before).contains(&"input keyevent 278".to_owned()));
+    let before = phone.commands().len();
+    ok_text(
+        &session
+            .call("clipboard", json!({ "operation": "paste" }))
+            .unwrap(),
+    );
+    assert!(commands_since(&phone, before).contains(&"input keyevent 279".to_owned()));
+    let refused = error_text(
+        &session
+            .call("clipboard", json!({ "operation": "read" }))
+            .unwrap(),
+    );
+    assert!(refused.contains("[unsupported_platform]"), "{refused}");
+    assert!(
+        refused.contains("no shell command to read or set the clipboard"),
+        "{refused}"
+    );
+}

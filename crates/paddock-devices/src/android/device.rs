@@ -660,11 +660,22 @@ impl AndroidDevice {
                 .await?;
                 Ok(None)
             }
-            Action::ClipboardRead
-            | Action::ClipboardWrite(_)
-            | Action::ClipboardCopy
-            | Action::ClipboardPaste => Err(DeviceError::Unsupported(
-                "Android 11 has no shell command for the clipboard; on Android the clipboard tool is not available".into(),
+            // The system clipboard: copy and paste are key events the focused app handles
+            // (KEYCODE_COPY, KEYCODE_PASTE). Reading or setting it from a shell is not
+            // possible on Android 11 (no shell command; apps in the background may not read it).
+            Action::ClipboardCopy => {
+                self.run(&format!("input keyevent {}", Keycode::COPY.0)).await?;
+                Ok(Some(
+                    "copied the selection to the clipboard (Android does not let a shell read it back)"
+                        .to_owned(),
+                ))
+            }
+            Action::ClipboardPaste => {
+                self.run(&format!("input keyevent {}", Keycode::PASTE.0)).await?;
+                Ok(None)
+            }
+            Action::ClipboardRead | Action::ClipboardWrite(_) => Err(DeviceError::Unsupported(
+                "Android 11 has no shell command to read or set the clipboard; on Android `clipboard` offers `copy` and `paste` (key events to the focused app), and `inputText` types text directly".into(),
             )),
             Action::Highlight { .. } | Action::ClearHighlights => Err(DeviceError::Unsupported(
                 "highlights draw on web pages only".into(),

@@ -32,6 +32,8 @@ impl Keycode {
     pub const MOVE_END: Self = Self(123);
     pub const FORWARD: Self = Self(125);
     pub const APP_SWITCH: Self = Self(187);
+    pub const COPY: Self = Self(278);
+    pub const PASTE: Self = Self(279);
 }
 
 /// The key code for a named key; `None` for keys Android has no equivalent of (reload).

@@ -490,12 +490,12 @@ impl Tool for Clipboard {
     const DEF: ToolDef = ToolDef::new(
         "clipboard",
         "Clipboard",
-        "The device's clipboard: `read` returns it, `write` sets it to `text`, `copy` copies the current selection, `paste` types it into the focused field.",
+        "The device's clipboard: `read` returns it, `write` sets it to `text`, `copy` copies the current selection, `paste` types it into the focused field. On Android only `copy` and `paste` (Android 11 lets no shell read or set the clipboard).",
         Hints::ACT,
     )
     .omitted_by_default()
     .operations(CLIPBOARD_OPERATIONS)
-    .on_device(WEB);
+    .on_device(WEB_AND_ANDROID);
 
     async fn run(call: Call<'_>, args: ClipboardArgs) -> Result<Output, ToolError> {
         let action = match (args.operation, args.text) {
