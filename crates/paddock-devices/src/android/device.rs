@@ -683,18 +683,22 @@ impl AndroidDevice {
         }
     }
 
-    /// Waits until two dumps in a row show the same screen, at most `bound`.
+    /// Waits until two dumps in a row show the same screen, at most `bound`. The first dump
+    /// goes alone; each later one is preceded by a page-flip read, so the dump that confirms
+    /// the screen is still becomes the cache the next observation answers from.
     async fn settle(&self, bound: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + bound;
-        let mut last = None;
+        let Ok((_, mut last)) = self.dump().await else {
+            return false;
+        };
         while tokio::time::Instant::now() < deadline {
             let Ok((_, hash)) = self.screen(false).await else {
                 return false;
             };
-            if last == Some(hash) {
+            if hash == last {
                 return true;
             }
-            last = Some(hash);
+            last = hash;
         }
         false
     }
