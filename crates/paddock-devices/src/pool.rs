@@ -430,13 +430,7 @@ impl Pool {
         );
         let joined = async {
             loop {
-                let found = lock(&self.inner.devices).values().any(|entry| {
-                    entry
-                        .android
-                        .as_ref()
-                        .is_some_and(|device| device.facts().avd_name == avd)
-                });
-                if found {
+                if self.avd_running(avd) {
                     return;
                 }
                 tokio::select! {
@@ -718,25 +712,9 @@ impl Pool {
             }
             return Ok((device, false));
         }
-        let warm = {
-            let mut devices = lock(&self.inner.devices);
-            let found = devices
-                .iter()
-                .find(|(_, entry)| {
-                    entry.state == DeviceState::Warm
-                        && entry.android.is_none()
-                        && entry.device.profile().name == wanted
-                        && entry.device.is_alive()
-                })
-                .map(|(id, _)| id.clone());
-            found.and_then(|id| {
-                devices.get_mut(&id).map(|entry| {
-                    entry.state = DeviceState::Bound;
-                    entry.session = Some(session.to_owned());
-                    entry.device.clone()
-                })
-            })
-        };
+        let warm = self.bind_warm(session, |entry| {
+            entry.android.is_none() && entry.device.profile().name == wanted
+        });
         let device = match warm {
             Some(device) => device,
             None => {
@@ -768,26 +746,12 @@ impl Pool {
             }
             return Ok((device, false));
         }
-        let bound = {
-            let mut devices = lock(&self.inner.devices);
-            let found = devices
-                .iter()
-                .find(|(_, entry)| {
-                    entry.state == DeviceState::Warm
-                        && entry.device.is_alive()
-                        && entry.android.as_ref().is_some_and(|device| {
-                            avd.is_none_or(|avd| device.facts().avd_name == avd)
-                        })
-                })
-                .map(|(id, _)| id.clone());
-            found.and_then(|id| {
-                devices.get_mut(&id).map(|entry| {
-                    entry.state = DeviceState::Bound;
-                    entry.session = Some(session.to_owned());
-                    entry.device.clone()
-                })
-            })
-        };
+        let bound = self.bind_warm(session, |entry| {
+            entry
+                .android
+                .as_ref()
+                .is_some_and(|device| avd.is_none_or(|avd| device.facts().avd_name == avd))
+        });
         match (bound, avd) {
             (Some(device), _) => self.record_binding(session, device).await,
             (None, Some(name)) if self.emulator_binary().is_some() && !self.avd_running(name) => {
@@ -806,6 +770,22 @@ impl Pool {
                 .as_ref()
                 .is_some_and(|device| device.facts().avd_name == avd)
         })
+    }
+
+    /// Binds to `session` a warm, live device that `matches`, in the device map only (the
+    /// caller records the binding); `None` when there is none.
+    fn bind_warm(
+        &self,
+        session: &str,
+        matches: impl Fn(&Entry) -> bool,
+    ) -> Option<Arc<dyn Device>> {
+        let mut devices = lock(&self.inner.devices);
+        let entry = devices.values_mut().find(|entry| {
+            entry.state == DeviceState::Warm && entry.device.is_alive() && matches(entry)
+        })?;
+        entry.state = DeviceState::Bound;
+        entry.session = Some(session.to_owned());
+        Some(entry.device.clone())
     }
 
     /// Records that `session` now holds `device` (in memory and in the store).
