@@ -196,8 +196,8 @@ pub(crate) fn collect_digits(
     }
 }
 
-/// A set of document or phone labels ("SSN", "Tel.") matched case-insensitively on word
-/// boundaries near a candidate value.
+/// A set of phone labels ("Tel.", "call me at") matched case-insensitively on word boundaries
+/// right before a candidate value. (Document labels are `detect::ids`'s own index.)
 #[derive(Debug)]
 pub(crate) struct LabelSet {
     automaton: AhoCorasick,
@@ -261,48 +261,6 @@ impl LabelSet {
                 .filter(|word| !word.is_empty())
                 .all(|word| FILLER.contains(&word.to_ascii_lowercase().as_str()));
             left && right && gap_ok && !gap.contains('\n')
-        })
-    }
-
-    /// Whether a label ends within `before` bytes before `range` or starts within `after` bytes
-    /// after it, on the same line.
-    pub fn near(&self, text: &str, range: &Range<usize>, before: usize, after: usize) -> bool {
-        let bytes = text.as_bytes();
-        let mut from = floor_char_boundary(text, range.start.saturating_sub(before));
-        if let Some(newline) = bytes
-            .get(from..range.start)
-            .and_then(|s| s.iter().rposition(|&b| b == b'\n'))
-        {
-            from += newline + 1;
-        }
-        let mut to = ceil_char_boundary(text, (range.end + after).min(text.len()));
-        if let Some(newline) = bytes
-            .get(range.end..to)
-            .and_then(|s| s.iter().position(|&b| b == b'\n'))
-        {
-            to = range.end + newline;
-        }
-        self.found_in(text, from, range.start) || self.found_in(text, range.end, to)
-    }
-
-    fn found_in(&self, text: &str, from: usize, to: usize) -> bool {
-        let Some(haystack) = text.get(from..to) else {
-            return false;
-        };
-        if !self.may_hold_label(haystack) {
-            return false;
-        }
-        let bytes = text.as_bytes();
-        self.automaton.find_iter(haystack).any(|m| {
-            let (start, end) = (from + m.start(), from + m.end());
-            // Labels in non-Latin scripts ("주민등록번호") have no ASCII word boundaries.
-            let ascii_start = bytes.get(start).is_some_and(u8::is_ascii_alphanumeric);
-            let ascii_end = end > 0 && bytes.get(end - 1).is_some_and(u8::is_ascii_alphanumeric);
-            let left = !ascii_start
-                || start == 0
-                || !bytes.get(start - 1).is_some_and(u8::is_ascii_alphanumeric);
-            let right = !ascii_end || !bytes.get(end).is_some_and(u8::is_ascii_alphanumeric);
-            left && right
         })
     }
 }
@@ -397,10 +355,10 @@ mod tests {
     fn labels_need_word_boundaries() {
         let labels = LabelSet::new(&["sin", "ssn"]).unwrap();
         let text = "using 046 454 286";
-        assert!(!labels.near(text, &(6..17), 40, 0));
+        assert!(!labels.directly_before(text, &(6..17), 40));
         let text = "SIN: 046 454 286";
-        assert!(labels.near(text, &(5..16), 40, 0));
+        assert!(labels.directly_before(text, &(5..16), 40));
         let text = "SSN\n046 454 286";
-        assert!(!labels.near(text, &(4..15), 40, 0));
+        assert!(!labels.directly_before(text, &(4..15), 40));
     }
 }
