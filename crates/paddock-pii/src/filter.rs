@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::detect::{cards, email, ids, keys, phone};
 use crate::error::{FilterFailure, PiiError};
-use crate::finding::{Finding, apply, normalise};
+use crate::finding::{Finding, apply, normalise as normalise_findings};
+use crate::normalise::Normalised;
 use crate::scan::{Deadline, Expired};
 
 /// How long the default filters of one run may take together unless configured otherwise.
@@ -77,20 +78,28 @@ impl DefaultFilter {
 
     /// [`DefaultFilter::find`], giving up at `deadline`. On `Err`, `out` is incomplete and
     /// must not be used.
+    ///
+    /// The detector scans the text as [`Normalised`] (full-width forms as ASCII, zero-width
+    /// characters dropped), which is the text itself unless it holds such characters; the
+    /// findings are mapped back so that they cover the original characters.
     pub(crate) fn find_within(
         self,
         text: &str,
         out: &mut Vec<Finding>,
         deadline: &Deadline,
     ) -> Result<(), Expired> {
+        let normalised = Normalised::new(text);
+        let scanned = normalised.text();
+        let first = out.len();
         match self {
-            DefaultFilter::Keys => keys::find(text, out, deadline),
-            DefaultFilter::Email => email::find(text, out, deadline),
-            DefaultFilter::IdNumbers => ids::find(text, out, deadline),
-            DefaultFilter::PhoneNumbers => phone::find(text, out, deadline),
-            DefaultFilter::BankCards => cards::find(text, out, deadline),
+            DefaultFilter::Keys => keys::find(scanned, out, deadline),
+            DefaultFilter::Email => email::find(scanned, out, deadline),
+            DefaultFilter::IdNumbers => ids::find(scanned, out, deadline),
+            DefaultFilter::PhoneNumbers => phone::find(scanned, out, deadline),
+            DefaultFilter::BankCards => cards::find(scanned, out, deadline),
         }?;
-        normalise(out);
+        normalised.map_back(out.get_mut(first..).unwrap_or_default());
+        normalise_findings(out);
         Ok(())
     }
 
@@ -203,7 +212,7 @@ pub fn default_findings(text: &str) -> Vec<Finding> {
             })
             .collect();
         all.extend(mapped);
-        normalise(&mut all);
+        normalise_findings(&mut all);
     }
     all
 }
