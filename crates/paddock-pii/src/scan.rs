@@ -397,7 +397,10 @@ const FILLER: &[&str] = &[
     "은",
     "번호",
     "번호는",
-    // Thai, Arabic
+    // Turkish, Hindi, Thai, Arabic
+    "numarası",
+    "numaram",
+    "नंबर",
     "คือ",
     "เบอร์",
     "رقم",

@@ -117,14 +117,30 @@ const LABELS_BY_REGION: &[(&[&str], &[Id])] = &[
             "whatsapp",
             "sms",
             "text me",
+            "℡",
+            "☎",
+            "☏",
+            "📞",
+            "📱",
         ],
         &[],
     ),
     // Japanese and Traditional Chinese.
     (&["電話"], &[Id::JP, Id::CN, Id::TW, Id::HK, Id::MO]),
-    (&["電話番号", "携帯", "携帯電話", "ケータイ"], &[Id::JP]),
     (
-        &["電話號碼", "手機", "手機號碼", "撥打"],
+        &[
+            "電話番号",
+            "携帯",
+            "携帯電話",
+            "携帯番号",
+            "ケータイ",
+            "でんわ",
+            "連絡先",
+        ],
+        &[Id::JP],
+    ),
+    (
+        &["電話號碼", "手機", "手機號碼", "撥打", "聯絡方式", "傳真"],
         &[Id::TW, Id::HK, Id::MO],
     ),
     // Simplified Chinese.
@@ -137,23 +153,46 @@ const LABELS_BY_REGION: &[(&[&str], &[Id])] = &[
             "手机号码",
             "拨打",
             "致电",
+            "联系方式",
+            "座机",
+            "固话",
+            "传真",
+            "微信",
         ],
         &[Id::CN],
     ),
     // Korean.
     (
-        &["전화", "전화번호", "휴대폰", "핸드폰", "휴대전화", "연락처"],
+        &[
+            "전화",
+            "전화번호",
+            "휴대폰",
+            "핸드폰",
+            "휴대전화",
+            "연락처",
+            "팩스",
+        ],
         &[Id::KR],
     ),
     // Spanish, Portuguese, Italian.
     (
-        &["teléfono", "móvil", "movil"],
+        &[
+            "teléfono",
+            "móvil",
+            "movil",
+            "telf",
+            "telf.",
+            "tfno",
+            "tfno.",
+        ],
         &[Id::ES, Id::MX, Id::AR, Id::CO, Id::CL, Id::PE],
     ),
     (
-        &["celular"],
+        &["celular", "cel", "cel."],
         &[Id::MX, Id::AR, Id::CO, Id::CL, Id::PE, Id::BR],
     ),
+    (&["fono"], &[Id::CL]),
+    (&["tlf", "tlf."], &[Id::ES, Id::DK, Id::NO]),
     (&["telefone", "telemóvel", "telemovel"], &[Id::BR, Id::PT]),
     (
         &["telefono", "cellulare"],
@@ -164,22 +203,47 @@ const LABELS_BY_REGION: &[(&[&str], &[Id])] = &[
         &["téléphone", "tél", "tél.", "portable"],
         &[Id::FR, Id::BE, Id::CH, Id::CA, Id::LU],
     ),
-    // German, Dutch.
+    // German, and "Telefon" in the other languages that spell it so (Turkish, Czech, Slovak,
+    // Romanian, Hungarian, Croatian, Serbian, Malay; Polish and the Scandinavian ones are
+    // common regions).
     (
         &[
-            "telefon",
             "telefonnummer",
             "telefonnr",
             "handy",
             "handynummer",
+            "handynr",
             "mobil",
             "mobilnummer",
+            "mobiltelefon",
             "rufnummer",
             "festnetz",
+            "fon",
         ],
         &[Id::DE, Id::AT, Id::CH],
     ),
-    (&["telefoon", "mobiel"], &[Id::NL, Id::BE]),
+    (
+        &["telefon"],
+        &[
+            Id::DE,
+            Id::AT,
+            Id::CH,
+            Id::TR,
+            Id::CZ,
+            Id::SK,
+            Id::RO,
+            Id::HU,
+            Id::HR,
+            Id::RS,
+            Id::MY,
+        ],
+    ),
+    // Dutch, Polish, Swedish, Turkish, Greek.
+    (&["telefoon", "mobiel", "gsm"], &[Id::NL, Id::BE]),
+    (&["kom", "kom.", "komórka"], &[Id::PL]),
+    (&["tfn", "mobilnr"], &[Id::SE]),
+    (&["cep", "telefonu"], &[Id::TR]),
+    (&["τηλ", "τηλ.", "τηλέφωνο", "κινητό"], &[Id::GR, Id::CY]),
     // Russian and Ukrainian, with the inflected forms that follow "номер" and "для".
     (
         &[
@@ -193,11 +257,14 @@ const LABELS_BY_REGION: &[(&[&str], &[Id])] = &[
             "мобильный",
             "мобильного",
             "сотовый",
+            "сот",
+            "сот.",
+            "факс",
             "мобільний",
         ],
         &[Id::RU, Id::UA, Id::BY, Id::KZ],
     ),
-    // Arabic ("هاتف" also matches inside "الهاتف").
+    // Arabic ("هاتف" also matches inside "الهاتف"), Hebrew, Persian, Hindi.
     (
         &["هاتف", "جوال", "موبايل", "تليفون", "واتساب"],
         &[
@@ -211,8 +278,12 @@ const LABELS_BY_REGION: &[(&[&str], &[Id])] = &[
             Id::IQ,
         ],
     ),
+    (&["טלפון", "נייד"], &[Id::IL]),
+    (&["تلفن", "موبایل"], &[Id::IR]),
+    // "फ़ोन" with the nukta as a combining sign and as part of U+095E.
+    (&["फ़ोन", "\u{95E}ोन", "फोन", "मोबाइल", "दूरभाष"], &[Id::IN]),
     // Thai, Vietnamese, Indonesian and Malay.
-    (&["โทร", "โทรศัพท์", "มือถือ"], &[Id::TH]),
+    (&["โทร", "โทรศัพท์", "มือถือ", "เบอร์"], &[Id::TH]),
     (&["điện thoại", "đt", "sđt"], &[Id::VN]),
     (&["telepon", "telp", "telp."], &[Id::ID, Id::MY]),
 ];
@@ -470,6 +541,15 @@ mod tests {
             ("WhatsApp: 07400 123456", "07400 123456"),
             ("Mob. 07400 123456", "07400 123456"),
             ("Điện thoại: 024 3825 1234", "024 3825 1234"),
+            ("℡03-7609-2279", "03-7609-2279"),
+            ("ΤΗΛ. 210 123 4567", "210 123 4567"),
+            ("טלפון: 03-123-4567", "03-123-4567"),
+            ("تلفن: 021 1234 5678", "021 1234 5678"),
+            ("Cep: 0532 123 45 67", "0532 123 45 67"),
+            ("Fono: (2) 2123 4567", "(2) 2123 4567"),
+            ("kom. 12 345 67 89", "12 345 67 89"),
+            ("GSM 0612 345 678", "0612 345 678"),
+            ("Тел/факс: 8 (495) 123-45-67", "8 (495) 123-45-67"),
         ];
         for (text, number) in cases {
             assert_eq!(phones(text), vec![number], "{text}");

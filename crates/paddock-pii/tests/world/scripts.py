@@ -6,9 +6,10 @@ where each value is the exact substring of text that must be redacted. The cases
   Cyrillic text, after full-width colons and commas and inside CJK brackets;
 - values in full-width forms (`０３－７６０９－２２７９`, `ｎａｍｅ＠ｅｘａｍｐｌｅ．ｊｐ`) and with
   zero-width characters or soft hyphens inside them;
-- phone labels in twelve languages (Japanese, Simplified and Traditional Chinese, Korean,
-  Spanish, French, German, Portuguese, Russian, Arabic, Thai, Italian, and the English
-  `Tel.`/`Mob.`/`WhatsApp`), each followed by a national number of one of the label's regions;
+- phone labels in seventeen languages (Japanese, Simplified and Traditional Chinese, Korean,
+  Spanish, French, German, Portuguese, Russian, Arabic, Thai, Italian, Greek, Turkish,
+  Vietnamese, Hebrew, Hindi, and the English `Tel.`/`Mob.`/`WhatsApp`), each followed by a
+  national number of one of the label's regions;
 - negatives in those scripts that look like phone numbers: order numbers, timestamps,
   versions, coordinates, prices.
 
@@ -183,6 +184,21 @@ LABELLED = {
     ]),
     "it": (["IT"], [
         "Telefono: {p}", "Tel. {p}", "Cellulare: {p}", "Il mio telefono è {p}",
+    ]),
+    "el": (["GR", "CY"], [
+        "Τηλ.: {p}", "Τηλέφωνο: {p}", "Κινητό: {p}", "ΤΗΛ. {p}",
+    ]),
+    "tr": (["TR"], [
+        "Telefon: {p}", "Cep: {p}", "Cep telefonu: {p}", "Telefon numarası: {p}",
+    ]),
+    "vi": (["VN"], [
+        "Điện thoại: {p}", "ĐT: {p}", "SĐT: {p}", "Số điện thoại: {p}",
+    ]),
+    "he": (["IL"], [
+        "טלפון: {p}", "נייד: {p}", "טלפון נייד {p}",
+    ]),
+    "hi": (["IN"], [
+        "फ़ोन: {p}", "मोबाइल: {p}", "फोन नंबर: {p}", "\u095eोन {p}",
     ]),
     "en": (["GB", "AU", "IN", "SG", "IE", "NZ"], [
         "WhatsApp: {p}", "Mob. {p}", "Tel. {p}", "Tel.: {p}", "whatsapp me on {p}",
