@@ -52,6 +52,7 @@ fn change_at(bytes: &[u8]) -> Option<(usize, Option<u8>)> {
 /// `D8`, `D9` and `DB` (U+061C and the Arabic-Indic digits), and U+3000 as a whole. The lead
 /// byte of kana and of most CJK punctuation, `E3`, is not searched for on its own, so Japanese
 /// prose costs no more than a few searches that find nothing.
+#[derive(Debug)]
 struct Changes<'a> {
     bytes: &'a [u8],
     ideographic_space: memmem::Finder<'static>,
