@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use crate::detect::{cards, email, ids, keys, phone};
 use crate::error::{FilterFailure, PiiError};
-use crate::finding::{Finding, apply, normalise};
+use crate::finding::{Finding, apply, normalise as normalise_findings};
+use crate::normalise::{LastNormalised, Normalised};
 use crate::scan::{Deadline, Expired};
 
 /// How long the default filters of one run may take together unless configured otherwise.
@@ -20,7 +21,7 @@ pub enum DefaultFilter {
     Keys,
     /// E-mail addresses.
     Email,
-    /// Identity, social-security and personal tax numbers of 16 countries and regions.
+    /// Identity, social-security and personal tax numbers of 33 countries and regions.
     IdNumbers,
     /// Telephone numbers.
     PhoneNumbers,
@@ -83,14 +84,31 @@ impl DefaultFilter {
         out: &mut Vec<Finding>,
         deadline: &Deadline,
     ) -> Result<(), Expired> {
+        self.find_in(&Normalised::new(text), out, deadline)
+    }
+
+    /// [`DefaultFilter::find_within`] on a text already normalised.
+    ///
+    /// The detector scans the text as [`Normalised`] (full-width forms as ASCII, zero-width
+    /// characters dropped), which is the text itself unless it holds such characters; the
+    /// findings are mapped back so that they cover the original characters.
+    fn find_in(
+        self,
+        text: &Normalised<'_>,
+        out: &mut Vec<Finding>,
+        deadline: &Deadline,
+    ) -> Result<(), Expired> {
+        let scanned = text.text();
+        let first = out.len();
         match self {
-            DefaultFilter::Keys => keys::find(text, out, deadline),
-            DefaultFilter::Email => email::find(text, out, deadline),
-            DefaultFilter::IdNumbers => ids::find(text, out, deadline),
-            DefaultFilter::PhoneNumbers => phone::find(text, out, deadline),
-            DefaultFilter::BankCards => cards::find(text, out, deadline),
+            DefaultFilter::Keys => keys::find(scanned, out, deadline),
+            DefaultFilter::Email => email::find(scanned, out, deadline),
+            DefaultFilter::IdNumbers => ids::find(scanned, out, deadline),
+            DefaultFilter::PhoneNumbers => phone::find(scanned, out, deadline),
+            DefaultFilter::BankCards => cards::find(scanned, out, deadline),
         }?;
-        normalise(out);
+        text.map_back(out.get_mut(first..).unwrap_or_default());
+        normalise_findings(out);
         Ok(())
     }
 
@@ -101,11 +119,15 @@ impl DefaultFilter {
         apply(text, &findings)
     }
 
-    /// [`DefaultFilter::redact`], giving up at `deadline`.
-    fn redact_within(self, text: &str, deadline: &Deadline) -> Result<Option<String>, Expired> {
+    /// [`DefaultFilter::redact`] on a text already normalised, giving up at `deadline`.
+    fn redact_in(
+        self,
+        text: &Normalised<'_>,
+        deadline: &Deadline,
+    ) -> Result<Option<String>, Expired> {
         let mut findings = Vec::new();
-        self.find_within(text, &mut findings, deadline)?;
-        Ok(apply(text, &findings))
+        self.find_in(text, &mut findings, deadline)?;
+        Ok(apply(text.original(), &findings))
     }
 }
 
@@ -115,6 +137,8 @@ impl DefaultFilter {
 pub(crate) struct DefaultsBudget {
     limit: Duration,
     remaining: Duration,
+    /// The text the last filter scanned, normalised, for the next one when it gets the same.
+    last: LastNormalised,
 }
 
 impl DefaultsBudget {
@@ -122,6 +146,7 @@ impl DefaultsBudget {
         DefaultsBudget {
             limit,
             remaining: limit,
+            last: LastNormalised::default(),
         }
     }
 
@@ -134,7 +159,7 @@ impl DefaultsBudget {
     ) -> Result<Option<String>, PiiError> {
         let started = Instant::now();
         let deadline = Deadline::at(started + self.remaining);
-        let result = filter.redact_within(text, &deadline);
+        let result = filter.redact_in(&self.last.view(text), &deadline);
         self.remaining = self.remaining.saturating_sub(started.elapsed());
         result.map_err(|Expired| PiiError::FilterFailed {
             filter: filter.id().to_owned(),
@@ -186,11 +211,13 @@ pub fn redact_defaults_within(text: &str, time: Duration) -> Result<Redacted, Pi
 pub fn default_findings(text: &str) -> Vec<Finding> {
     let mut all: Vec<Finding> = Vec::new();
     let mut stage = Vec::new();
+    let mut last = LastNormalised::default();
     for filter in DefaultFilter::ALL {
         let current = apply(text, &all);
         let input = current.as_deref().unwrap_or(text);
         stage.clear();
-        filter.find(input, &mut stage);
+        // Without a deadline nothing expires.
+        let _ = filter.find_in(&last.view(input), &mut stage, &Deadline::none());
         // Map against the earlier stages only: this stage's findings are not yet applied.
         // They are sorted and disjoint, so one walk over the earlier findings maps them all.
         let mut original = ToOriginal::new(&all);
@@ -203,7 +230,7 @@ pub fn default_findings(text: &str) -> Vec<Finding> {
             })
             .collect();
         all.extend(mapped);
-        normalise(&mut all);
+        normalise_findings(&mut all);
     }
     all
 }

@@ -4,6 +4,8 @@
 //! `paddock-pii` knows nothing of MCP, HTTP or the CLI; the daemon calls [`PiiService`].
 //! The pieces, from the bottom up:
 //! - [`finding`]: what a detector reports and how findings become markers;
+//! - `normalise`: the ASCII view of full-width forms and zero-width characters that the
+//!   detectors scan, and the way back to the original offsets;
 //! - `detect`: the five detectors (keys, e-mail, ID numbers, phone numbers, cards);
 //! - [`filter`]: the default filters and [`redact_defaults`];
 //! - [`plugin`]: compiling and sandboxing plugin filters;
@@ -15,6 +17,7 @@ mod detect;
 pub mod error;
 pub mod filter;
 pub mod finding;
+mod normalise;
 pub mod pipeline;
 pub mod plugin;
 mod scan;

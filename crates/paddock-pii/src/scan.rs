@@ -196,11 +196,23 @@ pub(crate) fn collect_digits(
     }
 }
 
-/// A set of phone labels ("Tel.", "call me at") matched case-insensitively on word boundaries
-/// right before a candidate value. (Document labels are `detect::ids`'s own index.)
+/// A set of phone labels ("Tel.", "電話", "телефон") matched right before a candidate value,
+/// case-insensitively and on word boundaries where the label's script has them. (Document
+/// labels are `detect::ids`'s own index.)
+///
+/// Scripts that separate words with spaces (Latin, Greek, Cyrillic, Armenian) need a boundary:
+/// `tel` inside "Hotel" or "тел" inside "отель" is no label. Scripts written without spaces
+/// between words (Chinese, Japanese, Thai) and those whose words take attached particles and
+/// prefixes (Korean, Arabic) need none: "携帯電話" holds the label "電話", "الهاتف" the label
+/// "هاتف". Characters of another script, full-width punctuation and CJK punctuation are always
+/// boundaries, so "連絡先TEL：" holds the label "TEL".
 #[derive(Debug)]
 pub(crate) struct LabelSet {
     automaton: AhoCorasick,
+    /// For each pattern of the automaton, the index of the label it spells: labels with
+    /// non-ASCII letters are also matched capitalised and in capitals ("Телефон", "TÉL."),
+    /// which the automaton's ASCII case folding does not cover.
+    origins: Vec<usize>,
     /// Every label holds an ASCII letter or a non-ASCII character, so a stretch without
     /// either (the digits and spaces around a number in a long run) holds no label.
     lettered: bool,
@@ -211,18 +223,240 @@ fn letter_byte(byte: u8) -> bool {
     byte.is_ascii_alphabetic() || !byte.is_ascii()
 }
 
+/// Scripts whose words are separated by spaces, so that a label written in one of them must
+/// not be glued to another letter of the same script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpacedScript {
+    Latin,
+    Greek,
+    Cyrillic,
+    Armenian,
+}
+
+/// The spaced script `c` is a letter (or, for Latin, an ASCII digit or a combining accent) of.
+fn spaced_script(c: char) -> Option<SpacedScript> {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric().then_some(SpacedScript::Latin);
+    }
+    let script = match c {
+        // Latin-1 letters, Latin Extended-A/B, IPA, combining accents, Latin Extended
+        // Additional.
+        '\u{C0}'..='\u{36F}' | '\u{1E00}'..='\u{1EFF}' => SpacedScript::Latin,
+        '\u{370}'..='\u{3FF}' | '\u{1F00}'..='\u{1FFF}' => SpacedScript::Greek,
+        '\u{400}'..='\u{52F}' | '\u{1C80}'..='\u{1C8F}' => SpacedScript::Cyrillic,
+        '\u{530}'..='\u{58F}' => SpacedScript::Armenian,
+        _ => return None,
+    };
+    let letter = c.is_alphabetic() || ('\u{300}'..='\u{36F}').contains(&c);
+    letter.then_some(script)
+}
+
+/// Whether `c` is a non-ASCII letter of the Latin script (`é`, `ß`, `ø`, a combining accent).
+pub(crate) fn is_latin_letter(c: char) -> bool {
+    !c.is_ascii() && spaced_script(c) == Some(SpacedScript::Latin)
+}
+
+/// Whether `neighbour` continues the word that `edge` (a label's first or last character)
+/// belongs to, so the label is only part of a longer word. ASCII digits continue any spaced
+/// word: "tel1" and "SSN123" are no labels.
+fn continues_word(edge: char, neighbour: char) -> bool {
+    spaced_script(edge).is_some_and(|script| {
+        neighbour.is_ascii_digit() || spaced_script(neighbour) == Some(script)
+    })
+}
+
+/// Whether `text[start..end]`, a label match, stands as a word of its own.
+fn stands_as_word(text: &str, start: usize, end: usize) -> bool {
+    let (Some(before), Some(label), Some(after)) =
+        (text.get(..start), text.get(start..end), text.get(end..))
+    else {
+        return false;
+    };
+    let (Some(first), Some(last)) = (label.chars().next(), label.chars().next_back()) else {
+        return false;
+    };
+    let left = before
+        .chars()
+        .next_back()
+        .is_none_or(|previous| !continues_word(first, previous));
+    let right = after
+        .chars()
+        .next()
+        .is_none_or(|next| !continues_word(last, next));
+    left && right
+}
+
+/// Characters that separate a label from its value and filler words from each other: spaces
+/// of every kind and the punctuation of "Tel.: ", "(mobile) ", "電話：", "【電話】", "تلفن، ".
+fn is_gap_separator(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            ':' | '.'
+                | '-'
+                | '#'
+                | '('
+                | ')'
+                | ','
+                | '['
+                | ']'
+                | '：'
+                | '，'
+                | '（'
+                | '）'
+                | '。'
+                | '、'
+                | '・'
+                | '．'
+                | '－'
+                | '＃'
+                | '［'
+                | '］'
+                | '【'
+                | '】'
+                | '「'
+                | '」'
+                | '『'
+                | '』'
+                | '〔'
+                | '〕'
+                | '،'
+                | '؛'
+        )
+}
+
+/// Words that may stand between a label and its value ("call me at", "Telefonnummer lautet",
+/// "mi teléfono es el", "電話番号は", "전화번호는", "Телефон для связи"), in lower case.
+const FILLER: &[&str] = &[
+    // English
+    "me",
+    "at",
+    "on",
+    "us",
+    "to",
+    "number",
+    "no",
+    "nr",
+    "is",
+    "my",
+    "our",
+    "or",
+    "via",
+    "me:",
+    // German
+    "ist",
+    "unter",
+    "lautet",
+    "mein",
+    "meine",
+    "nummer",
+    // French
+    "au",
+    "est",
+    "le",
+    "mon",
+    "ma",
+    "numéro",
+    "n°",
+    "de",
+    // Spanish, Portuguese, Italian
+    "es",
+    "el",
+    "al",
+    "mi",
+    "número",
+    "nº",
+    "contacto",
+    "é",
+    "o",
+    "meu",
+    "minha",
+    "contato",
+    "è",
+    "il",
+    "mio",
+    "numero",
+    "di",
+    // Russian, Ukrainian
+    "мой",
+    "мій",
+    "номер",
+    "по",
+    "для",
+    "связи",
+    "зв'язку",
+    // Japanese, Chinese, Korean
+    "は",
+    "の",
+    "番号",
+    "番号は",
+    "是",
+    "为",
+    "為",
+    "는",
+    "은",
+    "번호",
+    "번호는",
+    // Turkish, Hindi, Thai, Arabic
+    "numarası",
+    "numaram",
+    "नंबर",
+    "คือ",
+    "เบอร์",
+    "رقم",
+    "هو",
+    "على",
+];
+
+fn is_filler(word: &str) -> bool {
+    FILLER.iter().any(|filler| {
+        if filler.is_ascii() {
+            word.eq_ignore_ascii_case(filler)
+        } else {
+            word.chars().flat_map(char::to_lowercase).eq(filler.chars())
+        }
+    })
+}
+
+/// The spellings of `label` the automaton matches: the label itself and, when it has
+/// non-ASCII letters, its lower-case, capitalised and upper-case forms.
+fn spellings(label: &str) -> Vec<String> {
+    let mut out = vec![label.to_owned()];
+    if !label.is_ascii() {
+        let lower = label.to_lowercase();
+        let mut chars = lower.chars();
+        let capitalised: String = chars
+            .next()
+            .map(|first| first.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
+        out.extend([capitalised, label.to_uppercase(), lower]);
+    }
+    out
+}
+
 impl LabelSet {
     /// Builds the set; returns `None` only if the automaton cannot be built, which for the
     /// short static label lists in this crate does not happen.
     pub fn new(labels: &[&str]) -> Option<LabelSet> {
+        let mut patterns: Vec<String> = Vec::new();
+        let mut origins = Vec::new();
+        for (index, label) in labels.iter().enumerate() {
+            for spelling in spellings(label) {
+                if !patterns.contains(&spelling) {
+                    patterns.push(spelling);
+                    origins.push(index);
+                }
+            }
+        }
         let automaton = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
-            .build(labels)
+            .build(&patterns)
             .ok()?;
         let lettered = labels.iter().all(|label| label.bytes().any(letter_byte));
         Some(LabelSet {
             automaton,
+            origins,
             lettered,
         })
     }
@@ -233,35 +467,34 @@ impl LabelSet {
         !self.lettered || haystack.bytes().any(letter_byte)
     }
 
-    /// Whether a label stands right before `range`: only punctuation and a few filler words
-    /// ("Tel.: ", "call me at ", "phone number is ") between them, on the same line.
-    pub fn directly_before(&self, text: &str, range: &Range<usize>, before: usize) -> bool {
-        const FILLER: &[&str] = &[
-            "me", "at", "on", "us", "to", "number", "no", "nr", "is", "my", "our", "or", "via",
-            "me:",
-        ];
+    /// The label standing closest before `range` with only punctuation and a few filler words
+    /// ("Tel.: ", "call me at ", "phone number is ", "電話番号は") between them, on the same
+    /// line, as its index in the list the set was built from.
+    pub fn directly_before(
+        &self,
+        text: &str,
+        range: &Range<usize>,
+        before: usize,
+    ) -> Option<usize> {
         let from = floor_char_boundary(text, range.start.saturating_sub(before));
-        let Some(haystack) = text.get(from..range.start) else {
-            return false;
-        };
+        let haystack = text.get(from..range.start)?;
         if !self.may_hold_label(haystack) {
-            return false;
+            return None;
         }
-        let bytes = text.as_bytes();
-        self.automaton.find_iter(haystack).any(|m| {
-            let (start, end) = (from + m.start(), from + m.end());
-            let left = start == 0 || !bytes.get(start - 1).is_some_and(u8::is_ascii_alphanumeric);
-            let right = !bytes.get(end).is_some_and(u8::is_ascii_alphanumeric)
-                || !bytes.get(end - 1).is_some_and(u8::is_ascii_alphanumeric);
-            let gap = text.get(end..range.start).unwrap_or("x");
-            let gap_ok = gap
-                .split(|c: char| {
-                    c.is_whitespace() || matches!(c, ':' | '.' | '-' | '#' | '(' | ')' | ',')
-                })
-                .filter(|word| !word.is_empty())
-                .all(|word| FILLER.contains(&word.to_ascii_lowercase().as_str()));
-            left && right && gap_ok && !gap.contains('\n')
-        })
+        self.automaton
+            .find_iter(haystack)
+            .filter(|m| {
+                let (start, end) = (from + m.start(), from + m.end());
+                let gap = text.get(end..range.start).unwrap_or("x");
+                stands_as_word(text, start, end)
+                    && !gap.contains('\n')
+                    && gap
+                        .split(is_gap_separator)
+                        .filter(|word| !word.is_empty())
+                        .all(is_filler)
+            })
+            .last()
+            .and_then(|m| self.origins.get(m.pattern().as_usize()).copied())
     }
 }
 
@@ -355,10 +588,109 @@ mod tests {
     fn labels_need_word_boundaries() {
         let labels = LabelSet::new(&["sin", "ssn"]).unwrap();
         let text = "using 046 454 286";
-        assert!(!labels.directly_before(text, &(6..17), 40));
+        assert!(!labels.directly_before(text, &(6..17), 40).is_some());
         let text = "SIN: 046 454 286";
-        assert!(labels.directly_before(text, &(5..16), 40));
+        assert!(labels.directly_before(text, &(5..16), 40).is_some());
         let text = "SSN\n046 454 286";
-        assert!(!labels.directly_before(text, &(4..15), 40));
+        assert!(!labels.directly_before(text, &(4..15), 40).is_some());
+    }
+
+    /// Whether a label stands directly before `value`, the one occurrence in `text`.
+    fn label_before(labels: &LabelSet, text: &str, value: &str) -> bool {
+        let start = text.find(value).unwrap();
+        labels
+            .directly_before(text, &(start..start + value.len()), 40)
+            .is_some()
+    }
+
+    #[test]
+    fn labels_next_to_cjk_and_full_width_punctuation() {
+        let labels = LabelSet::new(&["tel", "ssn", "電話", "身份证号码", "전화번호"]).unwrap();
+        for text in [
+            "連絡先TEL：03-7609-2279",
+            "電話：03-7609-2279",
+            "携帯電話（03-7609-2279）",
+            "【電話】03-7609-2279",
+            "お問い合わせは電話03-7609-2279まで",
+            "身份证号码：03-7609-2279",
+            "전화번호: 03-7609-2279",
+            "SSN：03-7609-2279",
+            "ＳＳＮ、tel。03-7609-2279",
+        ] {
+            assert_eq!(label_before(&labels, text, "03-7609-2279"), true, "{text}");
+        }
+        // A full-width colon or comma is a boundary, a letter is not.
+        assert_eq!(
+            label_before(&labels, "Hotel：03-7609-2279", "03-7609-2279"),
+            false
+        );
+        assert_eq!(
+            label_before(&labels, "telco 03-7609-2279", "03-7609-2279"),
+            false
+        );
+    }
+
+    #[test]
+    fn labels_in_spaced_scripts_need_word_boundaries() {
+        let labels = LabelSet::new(&["тел", "телефон", "téléphone", "هاتف", "โทร"]).unwrap();
+        let number = "8 495 123-45-67";
+        assert_eq!(
+            label_before(&labels, "Телефон: 8 495 123-45-67", number),
+            true
+        );
+        assert_eq!(label_before(&labels, "ТЕЛ. 8 495 123-45-67", number), true);
+        assert_eq!(
+            label_before(&labels, "TÉLÉPHONE : 8 495 123-45-67", number),
+            true
+        );
+        // "тел" inside "отель" (hotel) is no label; Latin letters next to Cyrillic are a
+        // boundary.
+        assert_eq!(
+            label_before(&labels, "отель 8 495 123-45-67", number),
+            false
+        );
+        assert_eq!(label_before(&labels, "Xтел 8 495 123-45-67", number), true);
+        // Arabic labels take prefixes, Thai words run together.
+        assert_eq!(
+            label_before(&labels, "رقم الهاتف: 8 495 123-45-67", number),
+            true
+        );
+        assert_eq!(
+            label_before(&labels, "ติดต่อโทร8 495 123-45-67", number),
+            true
+        );
+    }
+
+    #[test]
+    fn filler_words_in_other_languages() {
+        let labels = LabelSet::new(&["電話番号", "전화번호", "teléfono", "телефон"]).unwrap();
+        for text in [
+            "電話番号は03-7609-2279です",
+            "전화번호는 03-7609-2279입니다",
+            "Mi teléfono es el 03-7609-2279",
+            "Телефон для связи: 03-7609-2279",
+        ] {
+            assert!(label_before(&labels, text, "03-7609-2279"), "{text}");
+        }
+        assert!(!label_before(
+            &labels,
+            "電話番号を変えた03-7609-2279",
+            "03-7609-2279"
+        ));
+        assert!(!label_before(
+            &labels,
+            "Телефон сломался 03-7609-2279",
+            "03-7609-2279"
+        ));
+    }
+
+    #[test]
+    fn the_closest_label_is_reported() {
+        let labels = LabelSet::new(&["fax", "tel.", "電話"]).unwrap();
+        let text = "Tel./Fax 030 901820";
+        assert_eq!(labels.directly_before(text, &(9..19), 40), Some(0));
+        let text = "電話：030 901820";
+        assert_eq!(labels.directly_before(text, &(9..19), 40), Some(2));
+        assert_eq!(labels.directly_before("x 030 901820", &(2..12), 40), None);
     }
 }

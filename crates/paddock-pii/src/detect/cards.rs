@@ -18,6 +18,16 @@ pub(crate) fn find(text: &str, out: &mut Vec<Finding>, deadline: &Deadline) -> R
     })
 }
 
+/// Whether the whole of `run` is one card number. The phone filter runs first and leaves such
+/// runs to this one: after a phone label, the first groups of a card can be a valid national
+/// number ("Tel. 4111 1111 …"), and redacting them as a phone would leave the rest of the card.
+pub(crate) fn is_card_run(text: &str, run: &NumericRun) -> bool {
+    let count = run.groups.len();
+    let mut digits = Vec::with_capacity(19);
+    (1..=MAX_GROUPS).contains(&count)
+        && check(text, text.as_bytes(), run, 0, count - 1, &mut digits).is_some()
+}
+
 /// Each group is tried as the start of a card against at most [`MAX_GROUPS`] ends, so a run
 /// of any length costs a constant amount of work per group.
 fn find_in_run(
