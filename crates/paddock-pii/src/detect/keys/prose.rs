@@ -443,7 +443,11 @@ fn value_at(tail: &str) -> Option<Range<usize>> {
     }
     let end = token_end(tail)?;
     let token = tail.get(..end)?;
-    let opening: &[char] = &['(', '[', '"', '\'', '`', '“', '‘', '«', '„'];
+    // `[REDACTED]`, `<password>`, `{{ .Values.password }}`: a marker or a template.
+    if token.starts_with(['[', '<', '{']) {
+        return None;
+    }
+    let opening: &[char] = &['(', '"', '\'', '`', '“', '‘', '«', '„'];
     let trimmed_start = token.trim_start_matches(opening);
     let start = token.len() - trimmed_start.len();
     let trimmed = trimmed_start.trim_end_matches(TRAILING);

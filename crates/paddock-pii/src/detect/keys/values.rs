@@ -146,14 +146,33 @@ pub(super) fn placeholder(value: &str) -> bool {
                 '*' | 'x' | 'X' | '.' | '#' | '-' | '_' | '?' | '•' | '●' | '·' | '∗' | '…'
             )
         })
-        // A YAML tag (`!vault |`), not a value.
-        || (value.len() > 1
-            && value.starts_with('!')
-            && value[1..].bytes().all(|b| b.is_ascii_alphabetic()))
+        // A YAML tag (`!vault |`, `!Ref`, `!GetAtt`), not a value.
+        || value.strip_prefix('!').is_some_and(yaml_tag)
         || lower.starts_with("process.env")
         || lower.starts_with("os.environ")
         || lower.starts_with("env(")
         || lower.starts_with("env.")
+}
+
+/// Whether `name` reads as a YAML tag's name: words of two or more small letters, each maybe
+/// capitalised (`vault`, `Ref`, `GetAtt`), unlike random letters (`megxQfdB`).
+fn yaml_tag(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_uppercase() {
+            i += 1;
+        }
+        let run = bytes[i..]
+            .iter()
+            .take_while(|b| b.is_ascii_lowercase())
+            .count();
+        if run < 2 {
+            return false;
+        }
+        i += run;
+    }
+    !bytes.is_empty()
 }
 
 /// Words that follow "password:" in prose ("Password: the one you chose") rather than in a
@@ -221,9 +240,14 @@ pub(super) fn assignment_category(key: &str, raw_value: &str, colon: bool) -> Op
     if prefix_len > 0 {
         let before = key.as_bytes()[prefix_len - 1];
         let first = key.as_bytes()[prefix_len];
+        // Environment variables glue words in upper case: `PGPASSWORD`.
+        let env_variable = key
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
         let boundary = matches!(before, b'_' | b'-' | b'.')
             || (before.is_ascii_lowercase() && first.is_ascii_uppercase())
-            || before.is_ascii_digit();
+            || before.is_ascii_digit()
+            || env_variable;
         if !boundary {
             return None;
         }
@@ -258,6 +282,8 @@ pub(super) fn assignment_category(key: &str, raw_value: &str, colon: bool) -> Op
     if !quoted {
         // Code, not a literal: `password = self.password`, `token: Option<String>`,
         // `secret = get_secret()`, `password: Optional[str]`, `password: [a, b]`.
+        // An attribute path (`self.password`, `ed25519.Ed25519PrivateKey`); one that ends in
+        // digits is more likely a password (`Rosa.kotek88`).
         let dotted_path = value.contains('.')
             && value.split('.').all(|part| {
                 !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -265,7 +291,8 @@ pub(super) fn assignment_category(key: &str, raw_value: &str, colon: bool) -> Op
             && value
                 .bytes()
                 .next()
-                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && !value.bytes().last().is_some_and(|b| b.is_ascii_digit());
         // Rust and TypeScript types and references: `token: SecretString`, `password: &str`.
         if dotted_path || value.contains(['(', '<', '[']) || value.starts_with('&') {
             return None;
@@ -299,28 +326,38 @@ pub(super) fn assignment_category(key: &str, raw_value: &str, colon: bool) -> Op
 
 /// Whether `value` is a name written in camel case from two or more words (`SecretString`,
 /// `TextField`, `headerName`): a type or a variable, not a generated value, which would have
-/// runs of capitals or digits.
+/// runs of capitals, digits, or words without a vowel (`tGzvJOkF`, `FjwxgQspkv`).
 pub(super) fn type_name(value: &str) -> bool {
     let bytes = value.as_bytes();
     if bytes.len() < 4 || !bytes.iter().all(u8::is_ascii_alphabetic) {
         return false;
     }
-    // Each word is a capital (but the first may be lower case) and two or more small letters;
-    // random letters (`tGzvJOkF`, `aBcDeF`) have shorter runs.
-    let mut words = 1;
-    let mut run = 0;
-    for &b in &bytes[1..] {
-        if b.is_ascii_uppercase() {
-            if run < 2 {
-                return false;
-            }
-            words += 1;
-            run = 0;
-        } else {
-            run += 1;
+    // Each word is a capital (but the first may be lower case) and two or more small letters,
+    // one of them a vowel.
+    let mut words = 0;
+    let mut start = 0;
+    for end in 1..=bytes.len() {
+        if end < bytes.len() && !bytes[end].is_ascii_uppercase() {
+            continue;
         }
+        let word = &bytes[start..end];
+        let small = word
+            .iter()
+            .skip(usize::from(word[0].is_ascii_uppercase()))
+            .count();
+        let vowel = word.iter().any(|b| {
+            matches!(
+                b.to_ascii_lowercase(),
+                b'a' | b'e' | b'i' | b'o' | b'u' | b'y'
+            )
+        });
+        if small < 2 || !vowel || word[1..].iter().any(u8::is_ascii_uppercase) {
+            return false;
+        }
+        words += 1;
+        start = end;
     }
-    run >= 2 && words >= 2
+    words >= 2
 }
 
 /// Whether an unquoted credential has what generated values have and identifiers lack: a
