@@ -314,7 +314,15 @@ pub(super) fn value_after(text: &str, label: Range<usize>) -> Option<Range<usize
     let start = label.end + after_separator;
     let value = value_at(text.get(start..)?)?;
     let range = start + value.start..start + value.end;
-    acceptable(text.get(range.clone())?).then_some(range)
+    // `password: TextField,` is a field's type; `password is FojomYutu` a password.
+    let colon = rest.get(..after_separator)?.contains([':', '：']);
+    let next = text
+        .get(range.end..)?
+        .trim_start_matches([' ', '\t'])
+        .chars()
+        .next();
+    let code = colon && matches!(next, Some(',' | ';' | ')' | '{' | '=' | '|'));
+    acceptable(text.get(range.clone())?, code).then_some(range)
 }
 
 /// Horizontal space: spaces, tabs, no-break and ideographic spaces, never a line break.
@@ -479,8 +487,9 @@ fn token_end(tail: &str) -> Option<usize> {
 }
 
 /// Whether a value after a label looks like a password rather than prose about one, or code
-/// (`password = self.password`, `pw = getpass()`, `password: &str`, `pwd: /home/me`).
-fn acceptable(value: &str) -> bool {
+/// (`password = self.password`, `pw = getpass()`, `password: &str`, `pwd: /home/me`, and when
+/// `code` says code punctuation follows, `password: TextField,`).
+fn acceptable(value: &str, code: bool) -> bool {
     let core = value
         .trim_start_matches(['&', '*', '?'])
         .trim_end_matches(['?', '!']);
@@ -495,7 +504,7 @@ fn acceptable(value: &str) -> bool {
     value.chars().count() >= 4
         && !placeholder(value)
         && !placeholder(core)
-        && !type_name(value)
+        && (!code || !type_name(value))
         && !is_stop_word(value)
         && !dotted_path
         && !names_a_password

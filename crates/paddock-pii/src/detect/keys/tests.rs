@@ -597,6 +597,16 @@ fn form_bodies_and_code_references() {
         ("password: Falcon.luna42", "password: [PASSWORD]"),
         ("password: !megxQfdB", "password: [PASSWORD]"),
         ("passcode: XqxwfEjiyDdpu", "passcode: [PASSWORD]"),
+        ("パスワード：!Rsqhmuj。", "パスワード：[PASSWORD]。"),
+        ("A senha é !!!9TdSj1", "A senha é [PASSWORD]"),
+        (
+            "Mijn wachtwoord is luoTovGtcuyw.",
+            "Mijn wachtwoord is [PASSWORD].",
+        ),
+        (
+            "jdbc:mysql://db:3306/shop?user=app&password=FojomYutuZmu&useSSL=true",
+            "jdbc:mysql://db:3306/shop?user=app&password=[PASSWORD]&useSSL=true",
+        ),
         (
             "Server=db;User Id=app;Password=Rosa.kotek88;Encrypt=True;",
             "Server=db;User Id=app;Password=[PASSWORD];Encrypt=True;",

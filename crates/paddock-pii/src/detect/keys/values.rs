@@ -154,25 +154,33 @@ pub(super) fn placeholder(value: &str) -> bool {
         || lower.starts_with("env.")
 }
 
-/// Whether `name` reads as a YAML tag's name: words of two or more small letters, each maybe
-/// capitalised (`vault`, `Ref`, `GetAtt`), unlike random letters (`megxQfdB`).
+/// Whether `name` (after the `!`) is a YAML tag: a lower-case word (`!vault`, `!secret`,
+/// `!include`), a core type (`!!str`), or a CloudFormation function (`!Ref`, `!GetAtt`). A
+/// password may start with `!` too (`!Rsqhmuj`), so other names are not tags.
 fn yaml_tag(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i].is_ascii_uppercase() {
-            i += 1;
-        }
-        let run = bytes[i..]
-            .iter()
-            .take_while(|b| b.is_ascii_lowercase())
-            .count();
-        if run < 2 {
-            return false;
-        }
-        i += run;
-    }
-    !bytes.is_empty()
+    const FUNCTIONS: &[&str] = &[
+        "Ref",
+        "Sub",
+        "GetAtt",
+        "Join",
+        "If",
+        "Equals",
+        "ImportValue",
+        "Base64",
+        "FindInMap",
+        "Select",
+        "Split",
+        "GetAZs",
+        "Condition",
+        "Not",
+        "And",
+        "Or",
+        "Transform",
+        "Cidr",
+    ];
+    let word =
+        |name: &str| !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    name.strip_prefix('!').is_some_and(word) || word(name) || FUNCTIONS.contains(&name)
 }
 
 /// Words that follow "password:" in prose ("Password: the one you chose") rather than in a
@@ -297,7 +305,9 @@ pub(super) fn assignment_category(key: &str, raw_value: &str, colon: bool) -> Op
         if dotted_path || value.contains(['(', '<', '[']) || value.starts_with('&') {
             return None;
         }
-        if type_name(value) {
+        // `token: SecretString` is a type annotation, `error=PermissionDenied` a name; a
+        // password given with `=` may be such letters (`?password=FojomYutu`).
+        if (colon || !is_password) && type_name(value) {
             return None;
         }
         if PROSE_WORDS.contains(&value.to_ascii_lowercase().as_str()) {
