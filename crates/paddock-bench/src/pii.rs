@@ -227,7 +227,11 @@ fn cjk_prose(rng: &mut Rng, bytes: usize) -> Vec<String> {
             }
             doc.push_str(rng.pick(CJK_PHRASES));
             if rng.below(6) == 0 {
-                doc.push_str(&format!("（{}年{}月）", 2020 + rng.below(7), 1 + rng.below(12)));
+                doc.push_str(&format!(
+                    "（{}年{}月）",
+                    2020 + rng.below(7),
+                    1 + rng.below(12)
+                ));
             }
             doc.push_str(rng.pick(&["。", "。", "！", "。\n"]));
         }

@@ -28,6 +28,12 @@ pub(crate) fn is_card_run(text: &str, run: &NumericRun) -> bool {
         && check(text, text.as_bytes(), run, 0, count - 1, &mut digits).is_some()
 }
 
+/// Whether a separator inside a numeric run parts two numbers: one with a space does (`4111…
+/// 4111…`, `4111… ( 4111…`); one without continues the number (`4111…-5`, `4111….23`).
+fn breaks(separator: &str) -> bool {
+    separator.contains(' ')
+}
+
 /// Each group is tried as the start of a card against at most [`MAX_GROUPS`] ends, so a run
 /// of any length costs a constant amount of work per group.
 fn find_in_run(
@@ -51,7 +57,7 @@ fn find_in_run(
         // ("1234 5678 9012 3456") is not a card.
         let starts_clean = first == 0
             || after_card
-            || (run.separator(text, first - 1) == " "
+            || (breaks(run.separator(text, first - 1))
                 && !(run.groups.get(first - 1).is_some_and(|g| g.len() == 4)
                     && run.groups.get(first).is_some_and(|g| g.len() == 4)));
         if starts_clean {
@@ -97,7 +103,7 @@ fn check(
     if !(12..=19).contains(&digit_count) {
         return None;
     }
-    let ends_clean = last + 1 == run.groups.len() || run.separator(text, last) == " ";
+    let ends_clean = last + 1 == run.groups.len() || breaks(run.separator(text, last));
     if !ends_clean {
         return None;
     }
@@ -215,6 +221,16 @@ mod tests {
         );
         // A number that is not a card does not make the next group a card start.
         assert!(cards("1234 5678 9012 3456 4111 1111 1111 1111").is_empty());
+        // Punctuation with a space parts two cards; without one it continues the number.
+        assert_eq!(
+            cards("4111111111111111 ( 4000000000000002 "),
+            vec!["4111111111111111", "4000000000000002"]
+        );
+        assert_eq!(
+            cards("4111111111111111 (4000000000000002)"),
+            vec!["4111111111111111", "4000000000000002"]
+        );
+        assert!(cards("4111111111111111-5").is_empty());
     }
 
     #[test]
