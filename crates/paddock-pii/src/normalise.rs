@@ -26,6 +26,9 @@ use crate::scan::{ceil_char_boundary, floor_char_boundary};
 /// - Full-width ASCII variants (U+FF01–U+FF5E: `０`–`９`, `Ａ`–`Ｚ`, `ａ`–`ｚ`, `＠`, `：`,
 ///   `，`, `（`, …) become their ASCII characters, and the ideographic space U+3000 a space.
 /// - Arabic-Indic and extended Arabic-Indic digits (`٠`–`٩`, `۰`–`۹`) become ASCII digits.
+/// - No-break, narrow no-break and figure spaces (U+00A0, U+202F, U+2007), which French and
+///   typeset text put inside numbers (`06 12 34 56 78`), become spaces; the hyphens and dashes
+///   that stand for a minus or a hyphen inside numbers (U+2010–U+2013, U+2212) become `-`.
 /// - Zero-width and invisible formatting characters are dropped: soft hyphen U+00AD,
 ///   zero-width space, non-joiner and joiner U+200B–U+200D, the directional marks U+200E,
 ///   U+200F and U+061C, the bidirectional embeddings and isolates U+202A–U+202E and
@@ -33,6 +36,9 @@ use crate::scan::{ceil_char_boundary, floor_char_boundary};
 fn change_at(bytes: &[u8]) -> Option<(usize, Option<u8>)> {
     match *bytes {
         [0xC2, 0xAD, ..] => Some((2, None)),
+        [0xC2, 0xA0, ..] => Some((2, Some(b' '))),
+        [0xE2, 0x80, 0x87 | 0xAF, ..] => Some((3, Some(b' '))),
+        [0xE2, 0x80, 0x90..=0x93, ..] | [0xE2, 0x88, 0x92, ..] => Some((3, Some(b'-'))),
         [0xD8, 0x9C, ..] => Some((2, None)),
         [0xD9, second @ 0xA0..=0xA9, ..] => Some((2, Some(b'0' + (second - 0xA0)))),
         [0xDB, second @ 0xB0..=0xB9, ..] => Some((2, Some(b'0' + (second - 0xB0)))),
@@ -350,6 +356,21 @@ mod tests {
         );
         assert_eq!(mapped(text, "電話:"), "電話：");
         assert_eq!(mapped(text, "(ABC) x"), "（ＡＢＣ）　ｘ");
+    }
+
+    #[test]
+    fn no_break_spaces_and_dashes_inside_numbers() {
+        let text = "Tél.\u{a0}: 06\u{a0}12\u{202f}34\u{2007}56 78, SSN 078\u{2011}05\u{2013}1120 \u{2212}3";
+        let normalised = Normalised::new(text);
+        assert_eq!(
+            normalised.text(),
+            "Tél. : 06 12 34 56 78, SSN 078-05-1120 -3"
+        );
+        assert_eq!(
+            mapped(text, "06 12 34 56 78"),
+            "06\u{a0}12\u{202f}34\u{2007}56 78"
+        );
+        assert_eq!(mapped(text, "078-05-1120"), "078\u{2011}05\u{2013}1120");
     }
 
     #[test]

@@ -53,6 +53,29 @@ fn full_width_values_are_redacted_in_their_original_form() {
 }
 
 #[test]
+fn no_break_spaces_and_dashes_inside_numbers() {
+    let cases = [
+        (
+            "Tél.\u{a0}: 06\u{a0}12\u{a0}34\u{a0}56\u{a0}78",
+            "Tél.\u{a0}: [PHONE]",
+        ),
+        (
+            "carte 4111\u{202f}1111\u{202f}1111\u{202f}1111",
+            "carte [CARD]",
+        ),
+        ("SSN 078\u{2013}05\u{2013}1120", "SSN [ID_NUMBER]"),
+        ("call +1\u{2011}415\u{2011}555\u{2011}2671", "call [PHONE]"),
+        (
+            "mot de passe\u{a0}: Kx7!vR2q",
+            "mot de passe\u{a0}: [PASSWORD]",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+}
+
+#[test]
 fn zero_width_characters_do_not_hide_values() {
     let cases = [
         ("mail jane\u{200B}@example.com now", "mail [EMAIL] now"),
