@@ -146,6 +146,9 @@ pub struct Registry {
     pub(crate) info: InfoSource,
     connections: Mutex<HashMap<u64, LiveConnection>>,
     next_connection: AtomicU64,
+    /// Bumped by every discovery change, so a `subscriptions/listen` stream can tell whether
+    /// one landed between its acknowledgment and its registration.
+    discovery_epoch: AtomicU64,
     /// What the sessions' tools produced (screenshots), for `resources/list` and `read`.
     pub(crate) resources: Resources,
     /// HTTP calls in flight, by session header and request id, so that a
@@ -181,6 +184,7 @@ impl Registry {
             info: config.info,
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
+            discovery_epoch: AtomicU64::new(0),
             resources: Resources::default(),
             inflight: Mutex::new(HashMap::new()),
             closing: tokio::sync::watch::Sender::new(false),
@@ -263,6 +267,7 @@ impl Registry {
             ctx,
             registry: self.clone(),
             connection: None,
+            listen_epoch: Arc::new(AtomicU64::new(NO_LISTEN)),
         }
     }
 
@@ -275,6 +280,7 @@ impl Registry {
                 ctx: Arc::new(ctx),
                 registry: self.clone(),
                 connection: Some(id),
+                listen_epoch: Arc::new(AtomicU64::new(NO_LISTEN)),
             },
             id,
         )
@@ -392,6 +398,7 @@ impl Registry {
     /// Sends `notifications/tools/list_changed` to each live connection whose listed set
     /// changed.
     pub(crate) fn discovery_changed(&self) {
+        self.discovery_epoch.fetch_add(1, Ordering::SeqCst);
         let mut connections = self.lock_connections();
         for connection in connections.values_mut() {
             let now = self.listed_names(&connection.ctx, connection.ctx.session.as_ref());
@@ -487,7 +494,13 @@ pub struct McpServer {
     ctx: Arc<ToolCtx>,
     registry: Arc<Registry>,
     connection: Option<u64>,
+    /// The registry's discovery epoch when rmcp asked for a `subscriptions/listen` filter,
+    /// before it sent the acknowledgment; [`NO_LISTEN`] otherwise.
+    listen_epoch: Arc<AtomicU64>,
 }
+
+/// [`McpServer::listen_epoch`] with no `subscriptions/listen` under way.
+const NO_LISTEN: u64 = u64::MAX;
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -800,6 +813,17 @@ impl McpServer {
             .fetch_add(1, Ordering::Relaxed);
         self.registry
             .watch(id, ctx, Notifier::Subscription(subscription.sink().clone()));
+        // rmcp acknowledges the subscription before it hands it over, so a change that landed
+        // in between reached no watcher: the client, which may already have acted on the
+        // acknowledgment, hears of it now (at worst once too often: the change may have been
+        // another session's).
+        let asked = self.listen_epoch.swap(NO_LISTEN, Ordering::SeqCst);
+        if asked != NO_LISTEN
+            && self.registry.discovery_epoch.load(Ordering::SeqCst) != asked
+            && let Err(error) = subscription.sink().notify_tool_list_changed().await
+        {
+            debug!(%error, "could not send tools/list_changed to a listener");
+        }
         let mut closing = self.registry.closing.subscribe();
         tokio::select! {
             () = subscription.cancelled() => {}
@@ -912,6 +936,10 @@ impl ServerHandler for McpServer {
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        self.listen_epoch.store(
+            self.registry.discovery_epoch.load(Ordering::SeqCst),
+            Ordering::SeqCst,
+        );
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
