@@ -174,7 +174,7 @@ const ENGLISH_DESCRIPTIONS: &[&str] = &[
     "policy", "rules", "requirements", "hint", "reminder", "recovery", "protection", "strength",
     "expiry", "expiration", "login", "authentication", "access", "account", "user", "username",
     "email", "mail", "n/a", "tbd", "todo", "unchanged", "pending", "automatically", "manually",
-    "securely", "temporary", "permanent", "default",
+    "securely", "temporary", "permanent", "default", "case", "insensitive", "case-insensitive",
 ];
 
 /// Stop words in German.
@@ -245,10 +245,13 @@ const RUSSIAN: &[&str] = &[
 /// "is usually"), which passwords rarely are.
 pub(super) fn is_stop_word(value: &str) -> bool {
     let lower = value.to_lowercase();
-    let describes = value.chars().all(char::is_lowercase)
+    // A compound counts by its last part: "bcrypt-hashed", "auto-generated".
+    let last = value.rsplit('-').next().unwrap_or(value);
+    let describes = !last.is_empty()
+        && value.chars().all(|c| c.is_lowercase() || c == '-')
         && ["ed", "ing", "able", "ible", "ly"]
             .iter()
-            .any(|suffix| value.ends_with(suffix));
+            .any(|suffix| last.ends_with(suffix));
     describes
         || STOP_WORDS
             .iter()
@@ -578,6 +581,9 @@ mod tests {
             "password: <redacted>",
             "Password: must be 8 characters",
             "The password is case-sensitive.",
+            "the password is case sensitive",
+            "The password is bcrypt-hashed",
+            "the password is auto-generated at signup",
             "your password is at least 12 characters",
             "Passwort: falsch",
             "le mot de passe est incorrect",
