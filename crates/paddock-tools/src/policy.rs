@@ -59,6 +59,9 @@ pub struct Policy {
     name: String,
     tools: BTreeSet<String>,
     operations: BTreeMap<String, BTreeSet<String>>,
+    /// Why other tools are refused, for a caller that is told (a task's agent); a caller
+    /// without one gets "unknown tool", as if they did not exist.
+    refusal: Option<String>,
 }
 
 impl Policy {
@@ -80,7 +83,31 @@ impl Policy {
             name: name.into(),
             tools,
             operations,
+            refusal: None,
         }
+    }
+
+    /// The policy of a task's agent: the tools that act on or read the task's device, and
+    /// nothing else — no acquisition, provisioning, discovery writes, tasks or plans.
+    pub fn task(catalog: &[CatalogTool]) -> Self {
+        Self {
+            name: "task".to_owned(),
+            tools: catalog
+                .iter()
+                .map(|tool| &tool.def)
+                .filter(|tool| !tool.platforms.is_empty() && !tool.plan_only && !tool.commerce)
+                .map(|tool| tool.name.to_owned())
+                .collect(),
+            operations: BTreeMap::new(),
+            refusal: Some(
+                "a task's agent may use only the device tools of the task's device".to_owned(),
+            ),
+        }
+    }
+
+    /// Why a tool outside this policy is refused, when the caller is to be told.
+    pub fn refusal(&self) -> Option<&str> {
+        self.refusal.as_deref()
     }
 
     /// Every tool of `catalog`, with no operation gates.
@@ -131,6 +158,7 @@ impl Policy {
             name: profile.as_str().to_owned(),
             tools,
             operations,
+            refusal: None,
         }
     }
 
@@ -228,6 +256,29 @@ mod tests {
             readonly.narrowed_operations("shop").map(|ops| ops.len()),
             Some(1)
         );
+    }
+
+    #[test]
+    fn a_task_policy_keeps_the_device_tools_only() {
+        let task = Policy::task(&builtin());
+        for allowed in ["observe", "tapOn", "inputText", "screenshot", "openLink"] {
+            assert!(task.allows_tool(allowed), "{allowed}");
+        }
+        for refused in [
+            "getWeb",
+            "getAndroid",
+            "provisionDevice",
+            "releaseDevice",
+            "setToolEnabled",
+            "discovery",
+            "runTask",
+            "stopTask",
+            "executePlan",
+            "exportPlan",
+        ] {
+            assert!(!task.allows_tool(refused), "{refused}");
+        }
+        assert!(task.refusal().is_some());
     }
 
     #[test]

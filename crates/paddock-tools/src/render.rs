@@ -160,34 +160,7 @@ fn element_line(out: &mut String, element: &Element) {
 
 /// The JSON form.
 pub fn observation_json(observation: &Observation) -> Value {
-    let elements: Vec<Value> = observation
-        .elements
-        .iter()
-        .map(|element| {
-            let mut value = json!({
-                "ref": element.reference,
-                "role": element.role,
-                "name": element.name,
-                "bounds": element.bounds,
-            });
-            if let Some(text) = &element.value {
-                value["value"] = json!(text);
-            }
-            if !element.states.is_empty() {
-                value["states"] = json!(element.states);
-            }
-            if let Some(level) = element.level {
-                value["level"] = json!(level);
-            }
-            if let Some(id) = &element.id {
-                value["id"] = json!(id);
-            }
-            if element.offscreen {
-                value["offscreen"] = json!(true);
-            }
-            value
-        })
-        .collect();
+    let elements: Vec<Value> = observation.elements.iter().map(element_json).collect();
     let mut value = json!({
         "device": observation.device,
         "platform": observation.platform.as_str(),
@@ -307,4 +280,30 @@ mod tests {
             .collect();
         assert_eq!(change_text(&same, &screen(other)), None);
     }
+}
+
+/// One element as `observe` with `format: json` lists it.
+pub fn element_json(element: &paddock_devices::Element) -> Value {
+    let mut value = json!({
+        "ref": element.reference,
+        "role": element.role,
+        "name": element.name,
+        "bounds": element.bounds,
+    });
+    if let Some(text) = &element.value {
+        value["value"] = json!(text);
+    }
+    if !element.states.is_empty() {
+        value["states"] = json!(element.states);
+    }
+    if let Some(level) = element.level {
+        value["level"] = json!(level);
+    }
+    if let Some(id) = &element.id {
+        value["id"] = json!(id);
+    }
+    if element.offscreen {
+        value["offscreen"] = json!(true);
+    }
+    value
 }

@@ -28,6 +28,7 @@ use crate::error::{ToolError, ToolErrorCode};
 use crate::policy::Policy;
 use crate::resources::{ResourceRef, Resources};
 use crate::session::{IN_BAND_ARGUMENT, SESSION_HEADER, SessionKey};
+use crate::tasks::{CallRecorder, TaskBackend};
 use crate::tools::{Call, Image, Output};
 
 /// Produces the daemon-specific part of `daemonInfo`.
@@ -63,6 +64,11 @@ pub struct ToolCtx {
     /// theirs per request.
     pub session: Option<SessionKey>,
     pub backend: Arc<dyn Backend>,
+    /// The daemon's tasks, for the task tools (`None` where there are none: `[unavailable]`).
+    pub tasks: Option<Arc<dyn TaskBackend>>,
+    /// Receives this caller's tool calls: a task's agent connection, or every session when
+    /// the daemon records tool calls.
+    pub recorder: Option<Arc<dyn CallRecorder>>,
 }
 
 impl std::fmt::Debug for ToolCtx {
@@ -337,9 +343,19 @@ impl Registry {
     /// Whether `tool` exists for this caller at all: allowed by policy, its process option
     /// given, and not plan-only.
     pub(crate) fn visible(&self, tool: &ToolDef, ctx: &ToolCtx) -> bool {
-        ctx.policy.allows_tool(tool.name)
-            && self.process_options.satisfies(tool.requires)
-            && !tool.plan_only
+        self.callable(tool, ctx) && !tool.plan_only
+    }
+
+    /// Whether this caller may call `tool` by name: allowed by policy and its process option
+    /// given. Plan-only tools are callable but never listed (spec 003).
+    pub(crate) fn callable(&self, tool: &ToolDef, ctx: &ToolCtx) -> bool {
+        ctx.policy.allows_tool(tool.name) && self.process_options.satisfies(tool.requires)
+    }
+
+    /// What `session` last saw of the device bound to it.
+    pub(crate) fn seen_now(&self, ctx: &ToolCtx, session: &SessionKey) -> Option<Vec<paddock_devices::Element>> {
+        let device = ctx.backend.device(session.as_str()).ok()?;
+        self.last_seen(session, device.id())
     }
 
     pub(crate) fn profile_choices(&self, ctx: &ToolCtx) -> Choices {
@@ -540,6 +556,11 @@ impl McpServer {
         for candidate in [header, in_band].into_iter().flatten() {
             match &chosen {
                 Some(existing) if *existing != candidate => {
+                    if self.ctx.auth.kind() == crate::auth::AuthKind::Agent {
+                        return Err(ToolError::forbidden(
+                            "this connection is bound to its task's device session; another session's id is refused",
+                        ));
+                    }
                     return Err(ToolError::invalid_input(
                         "the request names two different session ids",
                     ));
@@ -645,7 +666,14 @@ impl McpServer {
             return Err(unknown_tool(name));
         };
         let tool = &entry.def;
-        if !registry.visible(tool, &self.ctx) {
+        if !registry.callable(tool, &self.ctx) {
+            if let Some(refusal) = self.ctx.policy.refusal() {
+                // A bound connection (a task's agent) is told why, in words it can act on.
+                audit(Outcome::Denied, None);
+                return Ok(error_result(&ToolError::forbidden(format!(
+                    "`{name}` is not available here: {refusal}"
+                ))));
+            }
             // Indistinguishable from an unknown tool for the caller; the audit says why.
             audit(Outcome::Denied, None);
             return Err(unknown_tool(name));
@@ -687,6 +715,17 @@ impl McpServer {
             }
             operation = Some(requested);
         }
+        let recording = self.ctx.recorder.clone().zip(session.clone());
+        if let Some((recorder, key)) = &recording
+            && let Err(error) = recorder.admit(key, tool.name)
+        {
+            audit(Outcome::Denied, operation);
+            return Ok(error_result(&error));
+        }
+        let before = recording.as_ref().map(|(_, key)| crate::recording::Before {
+            arguments: arguments.clone(),
+            seen: registry.seen_now(&self.ctx, key),
+        });
         let call = Call {
             registry,
             ctx: &self.ctx,
@@ -705,6 +744,15 @@ impl McpServer {
                     tool.name
                 )))
             });
+        if let (Some((recorder, key)), Some(before)) = (&recording, before) {
+            let (ok, text) = match &outcome {
+                Ok(Output::Json(value)) => (true, value.to_string()),
+                Ok(Output::Rich { text, .. }) => (true, text.clone()),
+                Err(error) => (false, error.to_string()),
+            };
+            let call = self.recorded_call(tool, key, before, ok, text, started);
+            recorder.record(key, call);
+        }
         match outcome {
             Ok(Output::Json(value)) => {
                 audit(Outcome::Ok, operation);
@@ -744,6 +792,39 @@ impl McpServer {
                 Ok(error_result(&error))
             }
         }
+    }
+}
+
+/// The longest answer text a recorded call keeps.
+const RECORDED_OUTCOME_BYTES: usize = 8 * 1024;
+
+impl McpServer {
+    fn recorded_call(
+        &self,
+        tool: &ToolDef,
+        session: &SessionKey,
+        before: crate::recording::Before,
+        ok: bool,
+        mut text: String,
+        started: Instant,
+    ) -> crate::tasks::RecordedCall {
+        if text.len() > RECORDED_OUTCOME_BYTES {
+            let mut end = RECORDED_OUTCOME_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push('…');
+        }
+        let after = self.registry.seen_now(&self.ctx, session);
+        crate::recording::recorded(
+            tool,
+            before,
+            after,
+            ok,
+            text,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        )
     }
 }
 

@@ -34,6 +34,8 @@ fn surface(profile: PolicyProfile, selection: &SelectionInput) -> Value {
         profile: "owner:uid:1000".into(),
         session: None,
         backend: Arc::new(NoDevices),
+        tasks: None,
+        recorder: None,
     };
     serde_json::to_value(registry.listed_tools(&ctx, None)).unwrap()
 }
@@ -62,7 +64,8 @@ fn readonly_tool_surface() {
     insta::assert_json_snapshot!(surface(PolicyProfile::Readonly, &SelectionInput::default()));
 }
 
-/// Every registered tool, the omitted-by-default ones too: nothing of the surface goes unpinned.
+/// Every registered tool, the omitted-by-default ones too: nothing of the listed surface goes
+/// unpinned (plan-only tools are never listed; they are called by name).
 #[test]
 fn every_tool_surface() {
     let selection = SelectionInput {
@@ -70,7 +73,12 @@ fn every_tool_surface() {
         ..SelectionInput::default()
     };
     let tools = surface(PolicyProfile::Full, &selection);
-    assert_eq!(tools.as_array().map(Vec::len), Some(builtin().len()));
+    let listable = builtin().iter().filter(|tool| !tool.def.plan_only).count();
+    assert_eq!(tools.as_array().map(Vec::len), Some(listable));
+    assert!(
+        builtin().iter().any(|tool| tool.def.plan_only),
+        "executePlan is registered, plan-only"
+    );
     insta::assert_json_snapshot!(tools);
 }
 

@@ -85,7 +85,15 @@ fn valid_value(schema: &Value) -> Value {
         Some("integer") => schema["minimum"].clone(),
         Some("number") => json!(1),
         Some("array") => json!([]),
-        _ => json!({}),
+        _ => {
+            // An object with its own required properties (a plan document) gets them too.
+            let mut object = json!({});
+            let required = schema.get("required").and_then(Value::as_array);
+            for name in required.into_iter().flatten().filter_map(Value::as_str) {
+                object[name] = valid_value(&schema["properties"][name]);
+            }
+            object
+        }
     }
 }
 

@@ -39,6 +39,8 @@ fn ctx(policy: Policy) -> ToolCtx {
         profile: "owner:uid:1".into(),
         session: None,
         backend: Arc::new(NoDevices),
+        tasks: None,
+        recorder: None,
     }
 }
 

@@ -113,6 +113,10 @@ fn routed_calls() -> Vec<(&'static str, Value)> {
             "sqlQuery",
             json!({ "package": "com.example.notes", "database": "notes.db", "sql": "SELECT 1" }),
         ),
+        (
+            "executePlan",
+            json!({ "plan": { "version": 1, "steps": [{ "tool": "observe" }] } }),
+        ),
     ]
 }
 

@@ -117,6 +117,7 @@
     if (el.required || el.getAttribute("aria-required") === "true") states.push("required");
     if (el.readOnly === true) states.push("readonly");
     if (el.getAttribute("aria-invalid") === "true") states.push("invalid");
+    if (el.tagName === "INPUT" && el.type === "password") states.push("password");
     if (document.activeElement === el && el !== document.body) states.push("focused");
     return states;
   }

@@ -44,6 +44,7 @@ mod device;
 pub(crate) mod observation;
 pub(crate) mod results;
 pub(crate) mod schema;
+pub(crate) mod tasks;
 
 /// Every tool Paddock registers, in listing order.
 pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
@@ -75,6 +76,14 @@ pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
     &actions::Highlight,
     &android::InstallApp,
     &android::SqlQuery,
+    &tasks::RunTask,
+    &tasks::GetTask,
+    &tasks::ListTasks,
+    &tasks::StopTask,
+    &tasks::SendTaskMessage,
+    &tasks::GetTaskMedia,
+    &tasks::ExportPlan,
+    &tasks::ExecutePlan,
 ];
 
 /// One tool: its definition, its arguments and its handler.
