@@ -14,8 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, params};
 
 mod bots;
+mod tasks;
 
 pub use bots::{BotDefinition, InboxCursor, InboxMessage, OutboxEntry};
+pub use tasks::{MAX_LISTED_TASKS, StoredStep};
 
 /// Which set of discovery choices a write or read concerns.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -149,6 +151,7 @@ impl Store {
             )
             .map_err(open_error)?;
         connection.execute_batch(bots::SCHEMA).map_err(open_error)?;
+        connection.execute_batch(tasks::SCHEMA).map_err(open_error)?;
         let store = Self {
             path: path.to_path_buf(),
             connection: Mutex::new(connection),
