@@ -419,6 +419,8 @@ fn owner_ctx(
         profile: format!("owner:{}", owner.subject()),
         session,
         backend: backend.clone(),
+        tasks: None,
+        recorder: None,
     }
 }
 

@@ -151,7 +151,9 @@ impl Store {
             )
             .map_err(open_error)?;
         connection.execute_batch(bots::SCHEMA).map_err(open_error)?;
-        connection.execute_batch(tasks::SCHEMA).map_err(open_error)?;
+        connection
+            .execute_batch(tasks::SCHEMA)
+            .map_err(open_error)?;
         let store = Self {
             path: path.to_path_buf(),
             connection: Mutex::new(connection),

@@ -128,7 +128,11 @@ impl Store {
             .map_err(|error| self.sqlite_error(error))?;
         let rows = statement
             .query_map(
-                params![owner, to_i64(after), i64::try_from(limit).unwrap_or(i64::MAX)],
+                params![
+                    owner,
+                    to_i64(after),
+                    i64::try_from(limit).unwrap_or(i64::MAX)
+                ],
                 |row| {
                     Ok(StoredStep {
                         seq: u64::try_from(row.get::<_, i64>(0)?).unwrap_or_default(),
@@ -198,9 +202,18 @@ mod tests {
         assert_eq!(store.tasks(Some("completed")).unwrap(), ["{\"a\":3}"]);
         let page = store.steps("t1", 1, 1).unwrap();
         assert_eq!(page.len(), 1);
-        assert_eq!((page[0].seq, page[0].body.as_str(), page[0].has_image), (2, "s2", true));
-        assert_eq!(store.step_image("t1", None).unwrap(), Some((3, b"last".to_vec())));
-        assert_eq!(store.step_image("t1", Some(2)).unwrap(), Some((2, b"jpeg".to_vec())));
+        assert_eq!(
+            (page[0].seq, page[0].body.as_str(), page[0].has_image),
+            (2, "s2", true)
+        );
+        assert_eq!(
+            store.step_image("t1", None).unwrap(),
+            Some((3, b"last".to_vec()))
+        );
+        assert_eq!(
+            store.step_image("t1", Some(2)).unwrap(),
+            Some((2, b"jpeg".to_vec()))
+        );
         assert_eq!(store.step_image("t1", Some(1)).unwrap(), None);
         assert!(store.steps("t2", 0, 10).unwrap().is_empty());
     }

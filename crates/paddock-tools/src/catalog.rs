@@ -99,6 +99,8 @@ pub struct ToolDef {
     /// Reads the caller's routing session. Its input schema declares the in-band session
     /// argument, and only such a tool's handler is given the session.
     pub routing_session: bool,
+    /// Needs the daemon's task host: listed and callable only where the transport gives one.
+    pub needs_tasks: bool,
 }
 
 impl ToolDef {
@@ -125,6 +127,15 @@ impl ToolDef {
             commerce: false,
             platforms: &[],
             routing_session: false,
+            needs_tasks: false,
+        }
+    }
+
+    /// Listed and callable only where the transport gives a task host.
+    pub const fn needs_tasks(self) -> Self {
+        Self {
+            needs_tasks: true,
+            ..self
         }
     }
 

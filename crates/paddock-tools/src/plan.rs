@@ -160,7 +160,9 @@ pub fn schema() -> Value {
         object.insert("title".into(), Value::String("Paddock plan".into()));
         object.insert(
             "$id".into(),
-            Value::String(format!("https://paddock.dev/schemas/plan-v{PLAN_VERSION}.json")),
+            Value::String(format!(
+                "https://paddock.dev/schemas/plan-v{PLAN_VERSION}.json"
+            )),
         );
     }
     schema

@@ -30,7 +30,9 @@ fn replayable(tool: &ToolDef) -> bool {
 fn targeted<'a>(arguments: &Map<String, Value>, elements: &'a [Element]) -> Option<&'a Element> {
     let text = |key: &str| arguments.get(key).and_then(Value::as_str);
     if let Some(reference) = text("ref") {
-        return elements.iter().find(|element| element.reference == reference);
+        return elements
+            .iter()
+            .find(|element| element.reference == reference);
     }
     if let Some(id) = text("id") {
         return elements
@@ -64,11 +66,9 @@ pub(crate) fn recorded(
         && (target.as_ref().is_some_and(is_password)
             || (target.is_none()
                 && !arguments.contains_key("ref")
-                && after
-                    .as_deref()
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|element| is_password(element) && element.states.iter().any(|s| s == "focused"))));
+                && after.as_deref().unwrap_or_default().iter().any(|element| {
+                    is_password(element) && element.states.iter().any(|s| s == "focused")
+                })));
     let mut plan_arguments = replayable(tool).then(|| arguments.clone());
     if typed_into_password {
         arguments.insert("text".into(), json!(MASK));
@@ -160,12 +160,21 @@ mod tests {
         assert_eq!(plan["text"], PASSWORD_VARIABLE);
         assert_eq!(plan["label"], "Password");
         assert!(!plan.contains_key("ref"));
-        assert!(!serde_json::to_string(&call.arguments).unwrap().contains("hunter2"));
+        assert!(
+            !serde_json::to_string(&call.arguments)
+                .unwrap()
+                .contains("hunter2")
+        );
     }
 
     #[test]
     fn the_focused_password_field_is_masked_too() {
-        let seen = vec![element("e3", "Password", Some("pw"), &["password", "focused"])];
+        let seen = vec![element(
+            "e3",
+            "Password",
+            Some("pw"),
+            &["password", "focused"],
+        )];
         let call = run(&INPUT, json!({ "text": "hunter2" }), seen);
         assert_eq!(call.arguments["text"], MASK);
     }
@@ -177,8 +186,15 @@ mod tests {
             element("e2", "Email", Some("email"), &[]),
         ];
         let tap = run(&TAP, json!({ "ref": "e1" }), seen.clone());
-        assert_eq!(tap.plan_arguments.unwrap(), *json!({ "text": "Sign in" }).as_object().unwrap());
-        let typed = run(&INPUT, json!({ "ref": "e2", "text": "ada@example.com" }), seen.clone());
+        assert_eq!(
+            tap.plan_arguments.unwrap(),
+            *json!({ "text": "Sign in" }).as_object().unwrap()
+        );
+        let typed = run(
+            &INPUT,
+            json!({ "ref": "e2", "text": "ada@example.com" }),
+            seen.clone(),
+        );
         assert_eq!(typed.arguments["text"], "ada@example.com");
         assert_eq!(typed.plan_arguments.unwrap()["id"], "email");
         let unknown = run(&TAP, json!({ "ref": "e9" }), seen);

@@ -349,11 +349,17 @@ impl Registry {
     /// Whether this caller may call `tool` by name: allowed by policy and its process option
     /// given. Plan-only tools are callable but never listed (spec 003).
     pub(crate) fn callable(&self, tool: &ToolDef, ctx: &ToolCtx) -> bool {
-        ctx.policy.allows_tool(tool.name) && self.process_options.satisfies(tool.requires)
+        ctx.policy.allows_tool(tool.name)
+            && self.process_options.satisfies(tool.requires)
+            && (!tool.needs_tasks || ctx.tasks.is_some())
     }
 
     /// What `session` last saw of the device bound to it.
-    pub(crate) fn seen_now(&self, ctx: &ToolCtx, session: &SessionKey) -> Option<Vec<paddock_devices::Element>> {
+    pub(crate) fn seen_now(
+        &self,
+        ctx: &ToolCtx,
+        session: &SessionKey,
+    ) -> Option<Vec<paddock_devices::Element>> {
         let device = ctx.backend.device(session.as_str()).ok()?;
         self.last_seen(session, device.id())
     }

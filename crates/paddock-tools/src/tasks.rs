@@ -241,8 +241,11 @@ pub trait TaskBackend: Send + Sync {
     fn list(&self, state: Option<TaskState>) -> BoxFuture<'_, Result<Vec<TaskSummary>, ToolError>>;
     /// Stops a task; its answer is the task as it ended.
     fn stop(&self, task_id: &str) -> BoxFuture<'_, Result<TaskSummary, ToolError>>;
-    fn send(&self, task_id: &str, text: &str)
-    -> BoxFuture<'_, Result<TaskMessageReceipt, ToolError>>;
+    fn send(
+        &self,
+        task_id: &str,
+        text: &str,
+    ) -> BoxFuture<'_, Result<TaskMessageReceipt, ToolError>>;
     /// A step's screenshot or screen state; the latest when `step` is `None`.
     fn media(
         &self,
@@ -252,4 +255,62 @@ pub trait TaskBackend: Send + Sync {
     ) -> BoxFuture<'_, Result<TaskMedia, ToolError>>;
     /// The device tool calls recorded for a task or a session, in order.
     fn recorded(&self, source: PlanSource) -> BoxFuture<'_, Result<Vec<RecordedCall>, ToolError>>;
+}
+
+/// A task host that holds no tasks and starts none: every call is `[unavailable]`. For tool
+/// surfaces without a daemon behind them (contract snapshots, tests).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTasks;
+
+fn no_tasks<T: Send + 'static>() -> BoxFuture<'static, Result<T, ToolError>> {
+    Box::pin(async {
+        Err(ToolError::new(
+            crate::error::ToolErrorCode::Unavailable,
+            "this server runs no tasks",
+        ))
+    })
+}
+
+impl TaskBackend for NoTasks {
+    fn run(&self, _request: TaskRequest) -> BoxFuture<'_, Result<TaskStarted, ToolError>> {
+        no_tasks()
+    }
+    fn summary(&self, _task_id: &str) -> BoxFuture<'_, Result<TaskSummary, ToolError>> {
+        no_tasks()
+    }
+    fn trajectory(
+        &self,
+        _task_id: &str,
+        _after: u64,
+        _limit: usize,
+    ) -> BoxFuture<'_, Result<TrajectoryPage, ToolError>> {
+        no_tasks()
+    }
+    fn list(
+        &self,
+        _state: Option<TaskState>,
+    ) -> BoxFuture<'_, Result<Vec<TaskSummary>, ToolError>> {
+        no_tasks()
+    }
+    fn stop(&self, _task_id: &str) -> BoxFuture<'_, Result<TaskSummary, ToolError>> {
+        no_tasks()
+    }
+    fn send(
+        &self,
+        _task_id: &str,
+        _text: &str,
+    ) -> BoxFuture<'_, Result<TaskMessageReceipt, ToolError>> {
+        no_tasks()
+    }
+    fn media(
+        &self,
+        _task_id: &str,
+        _kind: MediaKind,
+        _step: Option<u64>,
+    ) -> BoxFuture<'_, Result<TaskMedia, ToolError>> {
+        no_tasks()
+    }
+    fn recorded(&self, _source: PlanSource) -> BoxFuture<'_, Result<Vec<RecordedCall>, ToolError>> {
+        no_tasks()
+    }
 }

@@ -34,7 +34,8 @@ fn surface(profile: PolicyProfile, selection: &SelectionInput) -> Value {
         profile: "owner:uid:1000".into(),
         session: None,
         backend: Arc::new(NoDevices),
-        tasks: None,
+        // The task tools are listed only with a task host; the surface pins them too.
+        tasks: Some(Arc::new(paddock_tools::tasks::NoTasks)),
         recorder: None,
     };
     serde_json::to_value(registry.listed_tools(&ctx, None)).unwrap()

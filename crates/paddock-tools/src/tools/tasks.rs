@@ -101,7 +101,8 @@ impl Tool for RunTask {
             idempotent: false,
             open_world: true,
         },
-    );
+    )
+    .needs_tasks();
 
     fn output_schema() -> Option<Map<String, Value>> {
         schema_of::<TaskStarted>()
@@ -124,7 +125,9 @@ impl Tool for RunTask {
                 goal: args.goal,
                 backend: args.backend.map(|backend| backend.name().to_owned()),
                 model: args.model,
-                platform: args.platform.map_or(paddock_devices::Platform::Web, Into::into),
+                platform: args
+                    .platform
+                    .map_or(paddock_devices::Platform::Web, Into::into),
                 device_id: args.device_id,
                 profile: args.profile.map(|profile| profile.name().to_owned()),
                 app: args.app,
@@ -188,7 +191,8 @@ impl Tool for GetTask {
         "Get a task",
         "A task's summary (goal, state, steps, last message, result), its status in one line, or its trajectory: every recorded step (agent text, each tool call with its arguments, outcome and duration, refused permissions), a page at a time.",
         Hints::READ,
-    );
+    )
+    .needs_tasks();
 
     fn output_schema() -> Option<Map<String, Value>> {
         schema_of::<TaskView>()
@@ -260,7 +264,8 @@ impl Tool for ListTasks {
         "List tasks",
         "The daemon's tasks, newest first, optionally only those in one state.",
         Hints::READ,
-    );
+    )
+    .needs_tasks();
 
     fn output_schema() -> Option<Map<String, Value>> {
         schema_of::<TaskList>()
@@ -301,7 +306,8 @@ impl Tool for StopTask {
             idempotent: true,
             open_world: false,
         },
-    );
+    )
+    .needs_tasks();
 
     fn output_schema() -> Option<Map<String, Value>> {
         schema_of::<TaskSummary>()
@@ -332,7 +338,8 @@ impl Tool for SendTaskMessage {
         "Message a task's agent",
         "Sends a message to a running task's agent. It is delivered as the backend delivers messages mid-turn: Claude Code and Pi at the next safe point (the answer says `queued`), others at once (`accepted`).",
         Hints::ACT,
-    );
+    )
+    .needs_tasks();
 
     fn output_schema() -> Option<Map<String, Value>> {
         schema_of::<TaskMessageReceipt>()
@@ -373,7 +380,8 @@ impl Tool for GetTaskMedia {
         "Get a task's screenshot or screen state",
         "A task's screenshot (JPEG image content) or screen state (the elements on screen, JSON) at a trajectory step, or the latest. Screenshots are kept every few steps and at the end.",
         Hints::READ,
-    );
+    )
+    .needs_tasks();
 
     async fn run(call: Call<'_>, args: GetTaskMediaArgs) -> Result<Output, ToolError> {
         let kind = match args.kind {
@@ -419,7 +427,8 @@ impl Tool for ExportPlan {
         "Export a plan",
         "The device tool calls of a task (or of a session recorded with `--tool-call-recording`) as a replayable plan: a versioned JSON document (schema: docs/plan.schema.json) of the calls that changed the device, in order, with targets by text, id or label instead of refs. Text typed into password fields becomes a `${PASSWORD_n}` variable. Replay it with `executePlan` or `paddock plan run`.",
         Hints::READ,
-    );
+    )
+    .needs_tasks();
 
     fn output_schema() -> Option<Map<String, Value>> {
         schema_of::<Plan>()
@@ -516,7 +525,14 @@ impl Tool for ExecutePlan {
         let mut failed_step = None;
         for (index, step) in plan.steps.iter().enumerate() {
             let started = Instant::now();
-            let outcome = run_step(&call, &session, &step.tool, &step.arguments, &args.variables).await;
+            let outcome = run_step(
+                &call,
+                &session,
+                &step.tool,
+                &step.arguments,
+                &args.variables,
+            )
+            .await;
             let error = outcome.err().map(|error| error.to_string());
             if error.is_some() && failed_step.is_none() {
                 failed_step = Some(index + 1);
@@ -564,13 +580,18 @@ async fn run_step(
         .registry
         .tool(tool)
         .filter(|entry| call.registry.visible(&entry.def, call.ctx))
-        .ok_or_else(|| ToolError::not_found(format!("the plan names `{tool}`, which is not a tool you can call")))?;
+        .ok_or_else(|| {
+            ToolError::not_found(format!(
+                "the plan names `{tool}`, which is not a tool you can call"
+            ))
+        })?;
     if entry.def.platforms.is_empty() {
         return Err(ToolError::invalid_input(format!(
             "`{tool}` is not a device tool; a plan replays device tools only"
         )));
     }
-    let arguments = crate::plan::substitute(arguments, variables).map_err(ToolError::invalid_input)?;
+    let arguments =
+        crate::plan::substitute(arguments, variables).map_err(ToolError::invalid_input)?;
     let step = Call {
         registry: call.registry,
         ctx: call.ctx,

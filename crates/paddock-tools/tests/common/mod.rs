@@ -54,8 +54,8 @@ impl Fixture {
             profile: "owner:uid:1000".into(),
             session: None,
             backend: self.backend.clone(),
-        tasks: None,
-        recorder: None,
+            tasks: Some(Arc::new(paddock_tools::tasks::NoTasks)),
+            recorder: None,
         }
     }
 
