@@ -193,6 +193,32 @@ pub fn observation_json(observation: &Observation) -> Value {
     value
 }
 
+/// One element as `observe` with `format: json` lists it.
+pub fn element_json(element: &paddock_devices::Element) -> Value {
+    let mut value = json!({
+        "ref": element.reference,
+        "role": element.role,
+        "name": element.name,
+        "bounds": element.bounds,
+    });
+    if let Some(text) = &element.value {
+        value["value"] = json!(text);
+    }
+    if !element.states.is_empty() {
+        value["states"] = json!(element.states);
+    }
+    if let Some(level) = element.level {
+        value["level"] = json!(level);
+    }
+    if let Some(id) = &element.id {
+        value["id"] = json!(id);
+    }
+    if element.offscreen {
+        value["offscreen"] = json!(true);
+    }
+    value
+}
+
 #[cfg(test)]
 mod tests {
     use paddock_devices::{Observation, Orientation, Platform};
@@ -280,30 +306,4 @@ mod tests {
             .collect();
         assert_eq!(change_text(&same, &screen(other)), None);
     }
-}
-
-/// One element as `observe` with `format: json` lists it.
-pub fn element_json(element: &paddock_devices::Element) -> Value {
-    let mut value = json!({
-        "ref": element.reference,
-        "role": element.role,
-        "name": element.name,
-        "bounds": element.bounds,
-    });
-    if let Some(text) = &element.value {
-        value["value"] = json!(text);
-    }
-    if !element.states.is_empty() {
-        value["states"] = json!(element.states);
-    }
-    if let Some(level) = element.level {
-        value["level"] = json!(level);
-    }
-    if let Some(id) = &element.id {
-        value["id"] = json!(id);
-    }
-    if element.offscreen {
-        value["offscreen"] = json!(true);
-    }
-    value
 }
