@@ -167,10 +167,108 @@ pub enum Mode {
     BypassPermissions,
 }
 
+/// A stdio MCP server the agent is given. [`McpServer::check`] is what `open` accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The server's name as the runtime shows it (tools become e.g. `mcp__<name>__<tool>` in
+    /// Claude Code): 1 to 32 characters of `a-z`, `0-9`, `_` and `-`.
+    pub name: String,
+    /// The server's executable, an absolute path.
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    /// Variables the server process gets (names and values are not secrets: paths only).
+    /// Some runtimes (Codex) give an MCP server little or nothing of their own environment,
+    /// so this must carry everything the server needs.
+    pub env: Vec<(String, String)>,
+}
+
+/// The longest [`McpServer::name`].
+pub const MCP_SERVER_NAME_MAX: usize = 32;
+
+impl McpServer {
+    /// Why the runtimes cannot be given this server, if they cannot. The name becomes part of
+    /// tool names, config keys and permission rules, so it is held to a set every runtime
+    /// takes as it is; every value is written into a text config (JSON or TOML), so the
+    /// command must be UTF-8, and nothing may hold a NUL, which no process can receive.
+    pub fn check(&self) -> Result<(), OpenError> {
+        let invalid = |problem: String| OpenError::InvalidMcpServer {
+            name: self.name.clone(),
+            problem,
+        };
+        let name_ok = (1..=MCP_SERVER_NAME_MAX).contains(&self.name.len())
+            && self
+                .name
+                .bytes()
+                .all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'));
+        if !name_ok {
+            return Err(invalid(format!(
+                "the name must be 1 to {MCP_SERVER_NAME_MAX} characters of `a-z`, `0-9`, `_` and `-`"
+            )));
+        }
+        let Some(command) = self.command.to_str() else {
+            return Err(invalid(format!(
+                "the command `{}` is not valid UTF-8",
+                self.command.display()
+            )));
+        };
+        if !self.command.is_absolute() {
+            return Err(invalid(format!(
+                "the command `{command}` is not an absolute path"
+            )));
+        }
+        if command.contains('\0') || self.args.iter().any(|arg| arg.contains('\0')) {
+            return Err(invalid("the command or an argument holds a NUL".into()));
+        }
+        for (variable, value) in &self.env {
+            if variable.is_empty() || variable.contains(['=', '\0']) || value.contains('\0') {
+                return Err(invalid(format!(
+                    "the variable `{variable}` needs a name without `=` and a value without NUL"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which tools the agent may use without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolAccess {
+    /// The runtime's own defaults (today's behaviour).
+    #[default]
+    Default,
+    /// Unattended: only the tools of `mcp_servers` are pre-approved; the runtime's own shell,
+    /// file-edit, file-read and web tools are disabled or denied. What each runtime can and
+    /// cannot switch off is documented on its adapter.
+    McpOnly,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AgentConfig {
     pub model: Model,
     pub mode: Mode,
+    /// MCP servers the runtime starts for the session (stdio). A runtime without an MCP
+    /// client refuses a non-empty list at `open` ([`OpenError::NoMcpClient`]).
+    pub mcp_servers: Vec<McpServer>,
+    pub tools: ToolAccess,
+}
+
+impl AgentConfig {
+    /// Checks every MCP server and that no two share a name (a runtime would keep one).
+    pub fn check_mcp_servers(&self) -> Result<(), OpenError> {
+        for (index, server) in self.mcp_servers.iter().enumerate() {
+            server.check()?;
+            if self.mcp_servers[..index]
+                .iter()
+                .any(|earlier| earlier.name == server.name)
+            {
+                return Err(OpenError::InvalidMcpServer {
+                    name: server.name.clone(),
+                    problem: "another server has the same name".into(),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Everything `open` needs.
@@ -378,6 +476,23 @@ pub enum OpenError {
     Credentials(String),
     #[error("cannot sandbox the launch: {0}")]
     Sandbox(String),
+    #[error("MCP server `{name}` cannot be given to the agent: {problem}")]
+    InvalidMcpServer { name: String, problem: String },
+    #[error(
+        "`{backend}` has no MCP client, so it cannot be given MCP servers; hint: use a backend that has one (claude, codex, opencode, cursor)"
+    )]
+    NoMcpClient { backend: BackendId },
+}
+
+impl OpenError {
+    /// Whether the request itself asked for something this launch cannot give (a bad MCP
+    /// server, MCP servers for a runtime without an MCP client): retrying will not help.
+    pub fn is_invalid_request(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidMcpServer { .. } | Self::NoMcpClient { .. }
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -390,4 +505,99 @@ pub enum SessionError {
     UnknownPermission(String),
     #[error("could not write to the agent: {0}")]
     Write(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn server(name: &str) -> McpServer {
+        McpServer {
+            name: name.into(),
+            command: "/opt/paddock/bin/paddock".into(),
+            args: vec!["mcp".into()],
+            env: vec![("PADDOCK_STATE".into(), "/state".into())],
+        }
+    }
+
+    fn problem(server: McpServer) -> String {
+        match server.check() {
+            Err(OpenError::InvalidMcpServer { problem, .. }) => problem,
+            other => panic!("expected InvalidMcpServer, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mcp_server_names_and_commands_are_checked() {
+        assert_eq!(server("paddock").check(), Ok(()));
+        assert_eq!(server("a").check(), Ok(()));
+        assert_eq!(server("device_2-x").check(), Ok(()));
+        assert_eq!(server(&"a".repeat(32)).check(), Ok(()));
+        for bad in [
+            "",
+            "Paddock",
+            "pad dock",
+            "pad.dock",
+            "päddock",
+            &"a".repeat(33),
+        ] {
+            let error = server(bad).check().unwrap_err();
+            assert!(error.is_invalid_request());
+            assert!(
+                error.to_string().contains(&format!("MCP server `{bad}`")),
+                "{error}"
+            );
+            assert!(error.to_string().contains("1 to 32 characters"), "{error}");
+        }
+        let relative = McpServer {
+            command: "bin/paddock".into(),
+            ..server("paddock")
+        };
+        assert!(problem(relative).contains("`bin/paddock` is not an absolute path"));
+        let nul = McpServer {
+            args: vec!["a\0b".into()],
+            ..server("paddock")
+        };
+        assert!(problem(nul).contains("NUL"));
+        let variable = McpServer {
+            env: vec![("A=B".into(), "x".into())],
+            ..server("paddock")
+        };
+        assert!(problem(variable).contains("`A=B`"));
+    }
+
+    #[test]
+    fn two_servers_may_not_share_a_name() {
+        let config = AgentConfig {
+            mcp_servers: vec![server("paddock"), server("other"), server("paddock")],
+            ..AgentConfig::default()
+        };
+        assert_eq!(
+            config.check_mcp_servers(),
+            Err(OpenError::InvalidMcpServer {
+                name: "paddock".into(),
+                problem: "another server has the same name".into(),
+            })
+        );
+        assert_eq!(AgentConfig::default().check_mcp_servers(), Ok(()));
+    }
+
+    proptest! {
+        #[test]
+        fn names_of_the_allowed_set_pass(name in "[a-z0-9_-]{1,32}") {
+            prop_assert_eq!(server(&name).check(), Ok(()));
+        }
+
+        #[test]
+        fn a_name_with_any_other_character_fails(
+            prefix in "[a-z0-9_-]{0,10}",
+            other in any::<char>().prop_filter("outside the set", |c| {
+                !matches!(c, 'a'..='z' | '0'..='9' | '_' | '-')
+            }),
+        ) {
+            let name = format!("{prefix}{other}");
+            prop_assert!(server(&name).check().is_err());
+        }
+    }
 }

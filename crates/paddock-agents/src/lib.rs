@@ -72,7 +72,8 @@ impl AgentDriverSdk {
     /// Launches a runtime through the host's own `adapter` for one logical session: any
     /// agent that speaks ACP ([`adapters::acp::AcpAdapter`] with an
     /// [`adapters::acp::AcpProfile`]), or an adapter the host wrote. The session reports the
-    /// adapter's backend id; `request.backend` is set to it. The program is found, and its
+    /// adapter's backend id; `request.backend` is set to it. The request's MCP servers are
+    /// checked first (a runtime without an MCP client refuses any). The program is found, and its
     /// version checked against the descriptor's supported versions, before anything is
     /// minted or written. Credentials, the launch directory, environment layers and cleanup
     /// are the same as for [`Self::open`].
@@ -83,6 +84,7 @@ impl AgentDriverSdk {
     ) -> Result<Session, OpenError> {
         let descriptor = adapter.descriptor();
         request.backend = descriptor.backend;
+        descriptor.check_config(&request.config)?;
         let program = descriptor
             .find_program(&self.host)
             .await

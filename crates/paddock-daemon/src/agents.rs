@@ -227,6 +227,7 @@ impl AgentsHost {
             config: AgentConfig {
                 model: params.model.clone().map_or(Model::Default, Model::Named),
                 mode,
+                ..AgentConfig::default()
             },
             env: {
                 // The session's `paddock` command reaches this daemon with its voucher.

@@ -485,6 +485,7 @@ async fn attack(runtime: Runtime, sandbox: Option<SandboxConfig>) -> Attack {
                     .model
                     .map_or(Model::Default, |name| Model::Named(name.into())),
                 mode: Mode::Default,
+                ..AgentConfig::default()
             },
             env: Vec::new(),
         })

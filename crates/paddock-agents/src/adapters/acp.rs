@@ -15,6 +15,13 @@
 //! The client advertises no file-system and no terminal capability; any request the agent
 //! makes that the lane does not serve (`fs/*`, `terminal/*`, vendor extensions) is answered
 //! with a JSON-RPC error at once, so the agent never waits on us.
+//!
+//! The request's MCP servers go into `session/new` (and `session/load`) as ACP stdio servers
+//! (`name`, `command`, `args`, `env` as `{name, value}` pairs); every ACP agent must take
+//! those. ACP has no way to switch an agent's own tools off, so [`ToolAccess::McpOnly`]
+//! changes nothing on the wire: the agent's tool calls still come as
+//! `session/request_permission`, and the host's answers (its permission policy) decide which
+//! run. An agent that runs a tool without asking is not held back.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -24,9 +31,11 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
+#[cfg(doc)]
+use crate::contract::ToolAccess;
 use crate::contract::{
-    AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenRequest, PermissionDecision, Transport, TurnOutcome,
+    AgentEvent, BackendId, Capabilities, Command, Lifetime, McpServer, MidTurnDelivery, Mode,
+    Model, OpenRequest, PermissionDecision, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
 use crate::host::LaunchDir;
@@ -89,6 +98,7 @@ impl AcpProfile {
                 capabilities: CAPABILITIES,
                 model_api: None,
                 asks_permission: true,
+                mcp_client: true,
                 install_hint: Cow::Owned(format!("`{program}` is not on PATH")),
                 program: Cow::Owned(program),
                 version_args: &[],
@@ -257,6 +267,7 @@ impl Adapter for AcpAdapter {
                 .instructions
                 .as_ref()
                 .map(|instructions| instructions.content.clone()),
+            mcp_servers: request.config.mcp_servers.clone(),
         }))
     }
 }
@@ -273,6 +284,28 @@ pub struct AcpSessionConfig {
     pub mode: Option<String>,
     /// Sent as a leading text block of the first prompt: ACP has no system-prompt field.
     pub instructions: Option<String>,
+    /// `session/new`'s `mcpServers`.
+    pub mcp_servers: Vec<McpServer>,
+}
+
+/// ACP's stdio MCP server shape.
+fn acp_mcp_servers(servers: &[McpServer]) -> Value {
+    servers
+        .iter()
+        .map(|server| {
+            let env: Vec<Value> = server
+                .env
+                .iter()
+                .map(|(name, value)| json!({ "name": name, "value": value }))
+                .collect();
+            json!({
+                "name": server.name,
+                "command": server.command.display().to_string(),
+                "args": server.args,
+                "env": env,
+            })
+        })
+        .collect()
 }
 
 /// Where the handshake is; each pending step remembers its request id.
@@ -369,12 +402,13 @@ impl AcpProtocol {
     /// `session/load` or `session/new`, and the phase that waits for it.
     fn open_session(&mut self) -> String {
         let cwd = self.config.cwd.display().to_string();
+        let servers = acp_mcp_servers(&self.config.mcp_servers);
         let (id, line) = match self.config.resume.clone() {
             Some(session) if self.can_load => self.request(
                 "session/load",
-                json!({ "sessionId": session, "cwd": cwd, "mcpServers": [] }),
+                json!({ "sessionId": session, "cwd": cwd, "mcpServers": servers }),
             ),
-            _ => self.request("session/new", json!({ "cwd": cwd, "mcpServers": [] })),
+            _ => self.request("session/new", json!({ "cwd": cwd, "mcpServers": servers })),
         };
         self.phase = Phase::Opening(id);
         line
@@ -922,5 +956,78 @@ fn tool_output(update: &Value) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{AgentConfig, Launch, ToolAccess};
+
+    fn request(config: AgentConfig) -> OpenRequest {
+        OpenRequest {
+            backend: BackendId::Cursor,
+            launch: Launch {
+                working_directory: "/work".into(),
+                instructions: None,
+                launch_id: "l".into(),
+            },
+            config,
+            env: Vec::new(),
+        }
+    }
+
+    /// The `session/new` the adapter's protocol sends for `config`, after an `initialize`
+    /// answer that lists no auth method.
+    fn session_new(config: AgentConfig) -> Value {
+        let adapter = AcpAdapter::new(AcpProfile::cursor());
+        let mut protocol = adapter.protocol(&request(config), &Prepared::default());
+        let init: Value = serde_json::from_str(&protocol.startup()[0]).unwrap();
+        let answer = json!({"jsonrpc":"2.0","id":init["id"],"result":{"protocolVersion":1}});
+        let sent: Vec<Value> = protocol
+            .decode(&answer.to_string())
+            .into_iter()
+            .filter_map(|decoded| match decoded {
+                Decoded::Write(line) => serde_json::from_str(&line).ok(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent[0]["method"], "session/new", "{sent:?}");
+        sent[0]["params"].clone()
+    }
+
+    #[test]
+    fn mcp_servers_go_into_session_new() {
+        let server = McpServer {
+            name: "paddock".into(),
+            command: "/opt/paddock/bin/paddock".into(),
+            args: vec!["mcp".into(), "--task".into(), "t1".into()],
+            env: vec![("PADDOCK_STATE".into(), "/state".into())],
+        };
+        let params = session_new(AgentConfig {
+            mcp_servers: vec![server],
+            ..AgentConfig::default()
+        });
+        assert_eq!(
+            params["mcpServers"],
+            json!([{
+                "name": "paddock",
+                "command": "/opt/paddock/bin/paddock",
+                "args": ["mcp", "--task", "t1"],
+                "env": [{ "name": "PADDOCK_STATE", "value": "/state" }],
+            }])
+        );
+        assert_eq!(
+            session_new(AgentConfig::default()),
+            json!({ "cwd": "/work", "mcpServers": [] })
+        );
+        // ACP cannot switch the agent's tools off: the host's permission answers decide.
+        assert_eq!(
+            session_new(AgentConfig {
+                tools: ToolAccess::McpOnly,
+                ..AgentConfig::default()
+            }),
+            json!({ "cwd": "/work", "mcpServers": [] })
+        );
     }
 }

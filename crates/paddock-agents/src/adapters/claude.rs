@@ -3,6 +3,13 @@
 //! would only queue inside the CLI, so the logical session queues it instead and delivers it
 //! after `result`). Interrupts use the `control_request` envelope; with
 //! `--permission-prompt-tool stdio` the CLI asks `can_use_tool` over the same channel.
+//!
+//! MCP servers are given inline with `--mcp-config '{"mcpServers":{…}}'` (the JSON holds only
+//! paths, so it may show in `ps`) and `--strict-mcp-config`, so no other MCP configuration is
+//! read. [`ToolAccess::McpOnly`] passes `--tools ""`, which removes every built-in tool (shell,
+//! file read and edit, web, sub-agents, to-dos: the session's `init` then lists only
+//! `mcp__<server>__<tool>`), and `--allowedTools mcp__<server>` for each server, which runs
+//! that server's tools without a `can_use_tool` request. Checked against `claude` 2.1.70.
 
 use std::borrow::Cow;
 use std::ffi::OsString;
@@ -11,8 +18,9 @@ use serde_json::{Value, json};
 
 use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
-    AgentEvent, BackendId, Capabilities, Command, Instructions, Lifetime, MidTurnDelivery, Mode,
-    Model, OpenRequest, PermissionDecision, Transport, TurnOutcome,
+    AgentConfig, AgentEvent, BackendId, Capabilities, Command, Instructions, Lifetime,
+    MidTurnDelivery, Mode, Model, OpenRequest, PermissionDecision, ToolAccess, Transport,
+    TurnOutcome,
 };
 use crate::credentials::ModelApi;
 use crate::host::LaunchDir;
@@ -29,6 +37,7 @@ const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
     },
     model_api: Some(ModelApi::AnthropicMessages),
     asks_permission: true,
+    mcp_client: true,
     program: Cow::Borrowed("claude"),
     version_args: &["--version"],
     install_hint: Cow::Borrowed(
@@ -63,6 +72,9 @@ impl Adapter for Claude {
             Mode::Plan => "plan",
             Mode::BypassPermissions => "bypassPermissions",
         };
+        // Each of these flags takes a list of values, up to the next flag: every one here is
+        // followed by another flag (`--permission-mode` at the latest).
+        args.extend(tool_args(&request.config));
         args.extend(["--permission-mode".into(), mode.into()]);
         if let Model::Named(model) = &request.config.model {
             args.extend(["--model".into(), model.into()]);
@@ -102,6 +114,52 @@ impl Adapter for Claude {
     fn protocol(&self, _request: &OpenRequest, _prepared: &Prepared) -> Box<dyn Protocol> {
         Box::new(ClaudeProtocol::default())
     }
+}
+
+/// The MCP and tool flags for `config`: none for no servers and [`ToolAccess::Default`].
+fn tool_args(config: &AgentConfig) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    if !config.mcp_servers.is_empty() {
+        args.extend(["--mcp-config".into(), mcp_config(config).to_string().into()]);
+    }
+    if !config.mcp_servers.is_empty() || config.tools == ToolAccess::McpOnly {
+        args.push("--strict-mcp-config".into());
+    }
+    if config.tools == ToolAccess::McpOnly {
+        args.extend(["--tools".into(), "".into()]);
+        if !config.mcp_servers.is_empty() {
+            let allowed: Vec<String> = config
+                .mcp_servers
+                .iter()
+                .map(|server| format!("mcp__{}", server.name))
+                .collect();
+            args.extend(["--allowedTools".into(), allowed.join(",").into()]);
+        }
+    }
+    args
+}
+
+/// `--mcp-config`'s JSON: one stdio server per entry.
+fn mcp_config(config: &AgentConfig) -> Value {
+    let servers: serde_json::Map<String, Value> = config
+        .mcp_servers
+        .iter()
+        .map(|server| {
+            let env: serde_json::Map<String, Value> = server
+                .env
+                .iter()
+                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+                .collect();
+            let entry = json!({
+                "type": "stdio",
+                "command": server.command.display().to_string(),
+                "args": server.args,
+                "env": env,
+            });
+            (server.name.clone(), entry)
+        })
+        .collect();
+    json!({ "mcpServers": servers })
 }
 
 /// Encodes stream-json commands and normalises stream-json lines.
@@ -263,6 +321,120 @@ impl Protocol for ClaudeProtocol {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{Launch, McpServer};
+
+    fn request(config: AgentConfig) -> OpenRequest {
+        OpenRequest {
+            backend: BackendId::Claude,
+            launch: Launch {
+                working_directory: "/work".into(),
+                instructions: None,
+                launch_id: "l".into(),
+            },
+            config,
+            env: Vec::new(),
+        }
+    }
+
+    fn server(name: &str) -> McpServer {
+        McpServer {
+            name: name.into(),
+            command: "/opt/paddock/bin/paddock".into(),
+            args: vec!["mcp".into(), "--task".into(), "t1".into()],
+            env: vec![("PADDOCK_STATE".into(), "/state".into())],
+        }
+    }
+
+    fn args(config: AgentConfig) -> Vec<String> {
+        Claude
+            .launch(&request(config))
+            .args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The value after `flag`.
+    fn after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+        let at = args.iter().position(|arg| arg == flag)?;
+        args.get(at + 1).map(String::as_str)
+    }
+
+    #[test]
+    fn without_mcp_servers_the_launch_is_unchanged() {
+        assert_eq!(
+            args(AgentConfig::default()),
+            [
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--include-partial-messages",
+                "--verbose",
+                "--permission-prompt-tool",
+                "stdio",
+                "--permission-mode",
+                "default",
+            ]
+        );
+    }
+
+    #[test]
+    fn mcp_servers_are_given_inline_and_strictly() {
+        let args = args(AgentConfig {
+            mcp_servers: vec![server("paddock"), server("device-2")],
+            ..AgentConfig::default()
+        });
+        let config: Value = serde_json::from_str(after(&args, "--mcp-config").unwrap()).unwrap();
+        assert_eq!(
+            config["mcpServers"]["paddock"],
+            json!({
+                "type": "stdio",
+                "command": "/opt/paddock/bin/paddock",
+                "args": ["mcp", "--task", "t1"],
+                "env": { "PADDOCK_STATE": "/state" },
+            })
+        );
+        assert_eq!(config["mcpServers"].as_object().unwrap().len(), 2);
+        assert!(args.iter().any(|arg| arg == "--strict-mcp-config"));
+        // The runtime's own tools stay as they are.
+        assert!(
+            !args
+                .iter()
+                .any(|arg| arg == "--tools" || arg == "--allowedTools")
+        );
+    }
+
+    #[test]
+    fn mcp_only_removes_the_built_in_tools_and_pre_approves_the_servers() {
+        let args = args(AgentConfig {
+            mcp_servers: vec![server("paddock"), server("device-2")],
+            tools: ToolAccess::McpOnly,
+            ..AgentConfig::default()
+        });
+        assert_eq!(after(&args, "--tools"), Some(""));
+        assert_eq!(
+            after(&args, "--allowedTools"),
+            Some("mcp__paddock,mcp__device-2")
+        );
+        // Every list-taking flag is followed by another flag, so none swallows a value.
+        for flag in ["--mcp-config", "--tools", "--allowedTools"] {
+            let at = args.iter().position(|arg| arg == flag).unwrap();
+            assert!(args[at + 2].starts_with("--"), "{args:?}");
+        }
+        let alone = self::args(AgentConfig {
+            tools: ToolAccess::McpOnly,
+            ..AgentConfig::default()
+        });
+        assert_eq!(after(&alone, "--tools"), Some(""));
+        assert!(alone.iter().any(|arg| arg == "--strict-mcp-config"));
+        assert!(
+            !alone
+                .iter()
+                .any(|arg| arg == "--allowedTools" || arg == "--mcp-config")
+        );
+    }
 
     /// Lines recorded from `claude` 2.1.70 against the scripted model server.
     const RECORDED: &[&str] = &[

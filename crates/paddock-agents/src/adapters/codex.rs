@@ -15,6 +15,26 @@
 //! base URL is the credential proxy and whose key Codex reads from `OPENAI_API_KEY` (the
 //! voucher) by name; the home also switches off update checks, analytics, feedback uploads,
 //! telemetry export and the features that fetch from OpenAI's services.
+//!
+//! MCP servers are `[mcp_servers.<name>]` tables in that home (`command`, `args`, `env`).
+//! Codex starts an MCP server with only a short allowlist of its own environment, so the
+//! server's `env` must carry what it needs. [`ToolAccess::McpOnly`], checked against `codex`
+//! 0.171.0 by the tools it offers the model:
+//!
+//! - the `shell_tool`, `unified_exec`, `view_image` and `goals` features are off, so the model
+//!   gets no `exec_command`/`write_stdin` (the shell, through which this version also applies
+//!   patches), no `view_image` (a file reader) and no goal tools; web search is off in every
+//!   launch;
+//! - every server gets `default_tools_approval_mode = "approve"`: otherwise Codex asks before
+//!   an MCP call with an `mcpServer/elicitation/request`, which this client refuses like any
+//!   request it does not serve, and the call fails;
+//! - the thread runs with sandbox `read-only` and approval policy `never` whatever the mode,
+//!   so anything that still tried to write (an `apply_patch` tool a model's metadata may
+//!   bring) is refused instead of asking.
+//!
+//! What stays: Codex's MCP resource tools (`list_mcp_resources`, `list_mcp_resource_templates`,
+//! `read_mcp_resource`, which reach only the configured servers) and `request_user_input`
+//! (no config key switches it off; the client refuses its request, so it only fails).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -23,8 +43,8 @@ use serde_json::{Value, json};
 
 use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
-    AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenRequest, PermissionDecision, Transport, TurnOutcome,
+    AgentConfig, AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode,
+    Model, OpenRequest, PermissionDecision, ToolAccess, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
 use crate::host::LaunchDir;
@@ -41,6 +61,7 @@ const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
     },
     model_api: Some(ModelApi::OpenAiResponses),
     asks_permission: true,
+    mcp_client: true,
     program: Cow::Borrowed("codex"),
     version_args: &["--version"],
     install_hint: Cow::Borrowed("`codex` is not on PATH (npm install -g @openai/codex)"),
@@ -67,6 +88,10 @@ const DISABLED_FEATURES: &[&str] = &[
     "daemon_auto_start",
     "multi_agent",
 ];
+
+/// Features also switched off for [`ToolAccess::McpOnly`]: the shell (and with it patches),
+/// the image viewer (it reads files) and the goal tools.
+const MCP_ONLY_DISABLED_FEATURES: &[&str] = &["shell_tool", "unified_exec", "view_image", "goals"];
 
 impl Adapter for Codex {
     fn descriptor(&self) -> &AdapterDescriptor {
@@ -97,7 +122,7 @@ impl Adapter for Codex {
         std::fs::create_dir_all(&home)?;
         std::fs::write(
             home.join("config.toml"),
-            config_toml(&base_url, &request.config.model),
+            config_toml(&base_url, &request.config),
         )?;
         Ok(Prepared {
             env: vec![("CODEX_HOME".into(), home.display().to_string())],
@@ -112,10 +137,10 @@ impl Adapter for Codex {
 
 /// `config.toml` for the launch's `CODEX_HOME`. The provider's `env_key` names the variable
 /// that holds the voucher, so the voucher never lands in the file.
-fn config_toml(base_url: &str, model: &Model) -> String {
+fn config_toml(base_url: &str, agent: &AgentConfig) -> String {
     let mut config = String::new();
     // Without a named model Codex uses its own default, whose metadata it knows.
-    if let Model::Named(model) = model {
+    if let Model::Named(model) = &agent.model {
         config.push_str(&format!("model = {}\n", toml_string(model)));
     }
     config.push_str(&format!(
@@ -141,7 +166,13 @@ fn config_toml(base_url: &str, model: &Model) -> String {
          [features]\n",
         toml_string(PROVIDER)
     ));
-    for feature in DISABLED_FEATURES {
+    let mcp_only = agent.tools == ToolAccess::McpOnly;
+    let extra: &[&str] = if mcp_only {
+        MCP_ONLY_DISABLED_FEATURES
+    } else {
+        &[]
+    };
+    for feature in DISABLED_FEATURES.iter().chain(extra) {
         config.push_str(&format!("{feature} = false\n"));
     }
     config.push_str(&format!(
@@ -152,6 +183,27 @@ fn config_toml(base_url: &str, model: &Model) -> String {
          wire_api = \"responses\"\n",
         toml_string(base_url)
     ));
+    // Server names are `[a-z0-9_-]`, so they are bare keys; environment names are quoted.
+    for server in &agent.mcp_servers {
+        let args: Vec<String> = server.args.iter().map(|arg| toml_string(arg)).collect();
+        config.push_str(&format!(
+            "\n[mcp_servers.{}]\n\
+             command = {}\n\
+             args = [{}]\n",
+            server.name,
+            toml_string(&server.command.display().to_string()),
+            args.join(", ")
+        ));
+        if mcp_only {
+            config.push_str("default_tools_approval_mode = \"approve\"\n");
+        }
+        if !server.env.is_empty() {
+            config.push_str(&format!("\n[mcp_servers.{}.env]\n", server.name));
+            for (name, value) in &server.env {
+                config.push_str(&format!("{} = {}\n", toml_string(name), toml_string(value)));
+            }
+        }
+    }
     config
 }
 
@@ -202,11 +254,13 @@ impl CodexProtocol {
         // Default asks before any command that is not known to be read-only; the workspace
         // sandbox (Codex's bundled bubblewrap with seccomp, which works in unprivileged
         // containers) confines what does run to the working directory.
-        let (approval, sandbox) = match request.config.mode {
-            Mode::Default => ("untrusted", "workspace-write"),
-            Mode::AcceptEdits => ("on-request", "workspace-write"),
-            Mode::Plan => ("on-request", "read-only"),
-            Mode::BypassPermissions => ("never", "danger-full-access"),
+        let (approval, sandbox) = match (request.config.tools, request.config.mode) {
+            // Unattended: nothing may ask, and nothing may write (see the module docs).
+            (ToolAccess::McpOnly, _) => ("never", "read-only"),
+            (ToolAccess::Default, Mode::Default) => ("untrusted", "workspace-write"),
+            (ToolAccess::Default, Mode::AcceptEdits) => ("on-request", "workspace-write"),
+            (ToolAccess::Default, Mode::Plan) => ("on-request", "read-only"),
+            (ToolAccess::Default, Mode::BypassPermissions) => ("never", "danger-full-access"),
         };
         let mut thread_params = json!({
             "cwd": request.launch.working_directory.display().to_string(),
@@ -648,7 +702,7 @@ impl Protocol for CodexProtocol {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{AgentConfig, Instructions, InstructionsFormat, Launch};
+    use crate::contract::{Instructions, InstructionsFormat, Launch, McpServer};
 
     fn request(mode: Mode) -> OpenRequest {
         OpenRequest {
@@ -664,6 +718,7 @@ mod tests {
             config: AgentConfig {
                 model: Model::Named("scripted-model".into()),
                 mode,
+                ..AgentConfig::default()
             },
             env: Vec::new(),
         }
@@ -954,7 +1009,10 @@ mod tests {
     fn the_config_names_the_key_variable_and_switches_off_phoning_home() {
         let config = config_toml(
             "http://127.0.0.1:9/v1",
-            &Model::Named("m\"odel\u{7f}".into()),
+            &AgentConfig {
+                model: Model::Named("m\"odel\u{7f}".into()),
+                ..AgentConfig::default()
+            },
         );
         assert!(
             config.starts_with("model = \"m\\\"odel\\u007F\"\n"),
@@ -968,6 +1026,80 @@ mod tests {
         assert!(config.contains("check_for_update_on_startup = false"));
         assert!(config.contains("[analytics]\nenabled = false"));
         assert!(config.contains("[feedback]\nenabled = false"));
-        assert!(!config_toml("http://x/v1", &Model::Default).contains("\nmodel ="));
+        assert!(!config_toml("http://x/v1", &AgentConfig::default()).contains("\nmodel ="));
+    }
+
+    fn server(name: &str) -> McpServer {
+        McpServer {
+            name: name.into(),
+            command: "/opt/paddock/bin/paddock".into(),
+            args: vec!["mcp".into(), "--task=\"t1\"".into()],
+            env: vec![("PADDOCK_STATE".into(), "/state dir".into())],
+        }
+    }
+
+    #[test]
+    fn without_mcp_servers_the_config_is_unchanged() {
+        let config = config_toml("http://x/v1", &AgentConfig::default());
+        assert!(!config.contains("mcp_servers"), "{config}");
+        assert!(!config.contains("shell_tool"), "{config}");
+        let params = CodexProtocol::new(&request(Mode::Default)).thread_params;
+        assert_eq!(params["sandbox"], "workspace-write");
+    }
+
+    #[test]
+    fn mcp_servers_become_tables_with_their_environment() {
+        let agent = AgentConfig {
+            mcp_servers: vec![server("paddock"), server("device-2")],
+            ..AgentConfig::default()
+        };
+        let config = config_toml("http://x/v1", &agent);
+        assert!(
+            config.contains(
+                "\n[mcp_servers.paddock]\n\
+                 command = \"/opt/paddock/bin/paddock\"\n\
+                 args = [\"mcp\", \"--task=\\\"t1\\\"\"]\n\
+                 \n[mcp_servers.paddock.env]\n\
+                 \"PADDOCK_STATE\" = \"/state dir\"\n"
+            ),
+            "{config}"
+        );
+        assert!(config.contains("\n[mcp_servers.device-2]\n"), "{config}");
+        // The runtime's own tools and approvals stay as they are.
+        assert!(!config.contains("approval_mode"), "{config}");
+        assert!(!config.contains("shell_tool"), "{config}");
+    }
+
+    #[test]
+    fn mcp_only_switches_off_the_shell_and_pre_approves_the_servers() {
+        let agent = AgentConfig {
+            mcp_servers: vec![server("paddock")],
+            tools: ToolAccess::McpOnly,
+            ..AgentConfig::default()
+        };
+        let config = config_toml("http://x/v1", &agent);
+        let features = config
+            .split("[features]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap();
+        for feature in MCP_ONLY_DISABLED_FEATURES {
+            assert!(
+                features
+                    .lines()
+                    .any(|line| line == format!("{feature} = false")),
+                "{config}"
+            );
+        }
+        assert!(config.contains(
+            "args = [\"mcp\", \"--task=\\\"t1\\\"\"]\ndefault_tools_approval_mode = \"approve\"\n"
+        ));
+        let mut unattended = request(Mode::BypassPermissions);
+        unattended.config.tools = ToolAccess::McpOnly;
+        let params = CodexProtocol::new(&unattended).thread_params;
+        assert_eq!(
+            (&params["approvalPolicy"], &params["sandbox"]),
+            (&json!("never"), &json!("read-only"))
+        );
     }
 }

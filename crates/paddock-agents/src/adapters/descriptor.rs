@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use paddock_process::{ChildSpec, RunError};
 
-use crate::contract::{BackendId, Capabilities, OpenError, Probe};
+use crate::contract::{AgentConfig, BackendId, Capabilities, OpenError, Probe};
 use crate::credentials::ModelApi;
 use crate::host::HostConfig;
 
@@ -29,6 +29,10 @@ pub struct AdapterDescriptor {
     pub model_api: Option<ModelApi>,
     /// Whether the runtime asks permission for tools (`permission_requested`).
     pub asks_permission: bool,
+    /// Whether the runtime has an MCP client and can be given [`McpServer`]s.
+    ///
+    /// [`McpServer`]: crate::contract::McpServer
+    pub mcp_client: bool,
     /// The executable's name, searched on PATH unless the host registered a path for the
     /// backend's name.
     pub program: Cow<'static, str>,
@@ -59,6 +63,18 @@ impl AdapterDescriptor {
                 self.program, supported.description
             )
         })
+    }
+
+    /// Checks, before anything is looked up, minted or written, that the runtime can be given
+    /// `config`'s MCP servers: each is valid, and the runtime has an MCP client.
+    pub(crate) fn check_config(&self, config: &AgentConfig) -> Result<(), OpenError> {
+        config.check_mcp_servers()?;
+        if !config.mcp_servers.is_empty() && !self.mcp_client {
+            return Err(OpenError::NoMcpClient {
+                backend: self.backend,
+            });
+        }
+        Ok(())
     }
 
     /// Finds the program: the host's registered path for the backend's name, else PATH. The
@@ -314,6 +330,7 @@ mod tests {
         },
         model_api: None,
         asks_permission: true,
+        mcp_client: true,
         program: Cow::Borrowed("sh"),
         version_args: &["-c", "echo probe-tool 1.2.3"],
         install_hint: Cow::Borrowed("`sh` is missing"),

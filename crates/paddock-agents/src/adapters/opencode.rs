@@ -16,6 +16,15 @@
 //! OpenCode reaches its model through the bundled OpenAI-compatible provider (Chat
 //! Completions) configured in a launch-private config file whose base URL is the credential
 //! proxy and whose key is read from `OPENAI_API_KEY` (the voucher) by reference.
+//!
+//! MCP servers are `"mcp"` entries of that config (`"type": "local"`, the command and its
+//! arguments as one list, `"environment"`); OpenCode names their tools `<server>_<tool>`.
+//! [`ToolAccess::McpOnly`] replaces the mode's permissions with `"*": "deny"` followed by
+//! `"<server>_*": "allow"` for each server (OpenCode 1.x applies the last matching rule, and
+//! removes a tool denied for every pattern from the model's list): checked against `opencode`
+//! 1.18.33, the model is then offered only the servers' tools — no bash, read, edit, glob,
+//! grep, list, task, webfetch, todo or skill tool. OpenCode 1.x has merged its old `"tools"`
+//! switches into `"permission"`, so no `"tools"` block is written.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -28,7 +37,7 @@ use super::{
 };
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Mode, Model,
-    OpenRequest, PermissionDecision, Transport, TurnOutcome,
+    OpenRequest, PermissionDecision, ToolAccess, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
 use crate::host::LaunchDir;
@@ -58,6 +67,7 @@ const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
     },
     model_api: Some(ModelApi::OpenAiChat),
     asks_permission: true,
+    mcp_client: true,
     program: Cow::Borrowed("opencode"),
     version_args: &["--version"],
     install_hint: Cow::Borrowed("`opencode` is not on PATH (npm install -g opencode-ai)"),
@@ -160,22 +170,23 @@ fn config(request: &OpenRequest, base_url: &str) -> Value {
         Model::Named(model) => model.clone(),
         Model::Default => DEFAULT_MODEL.to_owned(),
     };
-    let permission = match request.config.mode {
-        Mode::Default => {
+    let permission = match (request.config.tools, request.config.mode) {
+        (ToolAccess::McpOnly, _) => mcp_only_permission(request),
+        (ToolAccess::Default, Mode::Default) => {
             json!({ "bash": "ask", "edit": "ask", "webfetch": "ask", "question": "deny" })
         }
-        Mode::AcceptEdits => {
+        (ToolAccess::Default, Mode::AcceptEdits) => {
             json!({ "bash": "ask", "edit": "allow", "webfetch": "ask", "question": "deny" })
         }
-        Mode::Plan => {
+        (ToolAccess::Default, Mode::Plan) => {
             json!({ "bash": "ask", "edit": "deny", "webfetch": "ask", "question": "deny" })
         }
-        Mode::BypassPermissions => json!({
+        (ToolAccess::Default, Mode::BypassPermissions) => json!({
             "bash": "allow", "edit": "allow", "webfetch": "allow", "external_directory": "allow",
             "doom_loop": "allow", "question": "deny"
         }),
     };
-    json!({
+    let mut config = json!({
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": false,
         "share": "disabled",
@@ -191,7 +202,49 @@ fn config(request: &OpenRequest, base_url: &str) -> Value {
             }
         },
         "permission": permission,
-    })
+    });
+    if !request.config.mcp_servers.is_empty() {
+        config["mcp"] = mcp(request);
+    }
+    config
+}
+
+/// The `"mcp"` block: one local (stdio) server per entry.
+fn mcp(request: &OpenRequest) -> Value {
+    let servers: serde_json::Map<String, Value> = request
+        .config
+        .mcp_servers
+        .iter()
+        .map(|server| {
+            let mut command = vec![server.command.display().to_string()];
+            command.extend(server.args.iter().cloned());
+            let environment: serde_json::Map<String, Value> = server
+                .env
+                .iter()
+                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+                .collect();
+            let entry = json!({
+                "type": "local",
+                "command": command,
+                "environment": environment,
+                "enabled": true,
+            });
+            (server.name.clone(), entry)
+        })
+        .collect();
+    Value::Object(servers)
+}
+
+/// Deny everything, then allow each server's tools. OpenCode applies the last matching rule,
+/// so `"*"` must come first: a JSON object's keys keep their order here or are sorted, and
+/// `*` sorts before every server name (`[a-z0-9_-]`).
+fn mcp_only_permission(request: &OpenRequest) -> Value {
+    let mut permission = serde_json::Map::new();
+    permission.insert("*".into(), json!("deny"));
+    for server in &request.config.mcp_servers {
+        permission.insert(format!("{}_*", server.name), json!("allow"));
+    }
+    Value::Object(permission)
 }
 
 /// 32 random hex digits, for one server's Basic auth.
@@ -1015,5 +1068,64 @@ mod tests {
             super::config(&bypass, "http://x/v1")["permission"]["bash"],
             "allow"
         );
+        assert!(config.get("mcp").is_none(), "{config}");
+    }
+
+    fn mcp_request(tools: ToolAccess) -> OpenRequest {
+        let server = |name: &str| crate::contract::McpServer {
+            name: name.into(),
+            command: "/opt/paddock/bin/paddock".into(),
+            args: vec!["mcp".into(), "--task".into(), "t1".into()],
+            env: vec![("PADDOCK_STATE".into(), "/state".into())],
+        };
+        OpenRequest {
+            backend: BackendId::OpenCode,
+            launch: crate::contract::Launch {
+                working_directory: std::path::PathBuf::from("/"),
+                instructions: None,
+                launch_id: "l".into(),
+            },
+            config: crate::contract::AgentConfig {
+                mcp_servers: vec![server("paddock"), server("device-2")],
+                tools,
+                ..crate::contract::AgentConfig::default()
+            },
+            env: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn mcp_servers_are_local_entries_with_their_environment() {
+        let config = config(&mcp_request(ToolAccess::Default), "http://x/v1");
+        assert_eq!(
+            config["mcp"]["paddock"],
+            json!({
+                "type": "local",
+                "command": ["/opt/paddock/bin/paddock", "mcp", "--task", "t1"],
+                "environment": { "PADDOCK_STATE": "/state" },
+                "enabled": true,
+            })
+        );
+        assert_eq!(config["mcp"].as_object().unwrap().len(), 2);
+        // The mode's permissions stay as they are.
+        assert_eq!(config["permission"]["bash"], "ask");
+        assert!(config.get("tools").is_none());
+    }
+
+    #[test]
+    fn mcp_only_denies_everything_but_the_servers_tools() {
+        let config = config(&mcp_request(ToolAccess::McpOnly), "http://x/v1");
+        let permission = config["permission"].as_object().unwrap();
+        let rules: Vec<(&str, &str)> = permission
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str().unwrap()))
+            .collect();
+        assert_eq!(rules[0], ("*", "deny"), "{rules:?}");
+        assert_eq!(rules.len(), 3, "{rules:?}");
+        assert!(rules.contains(&("paddock_*", "allow")), "{rules:?}");
+        assert!(rules.contains(&("device-2_*", "allow")), "{rules:?}");
+        // Serialised, `*` still comes first: OpenCode reads the rules in file order.
+        let text = config["permission"].to_string();
+        assert!(text.starts_with(r#"{"*":"deny","#), "{text}");
     }
 }

@@ -4,6 +4,13 @@
 //! custom provider in an isolated agent directory (`PI_CODING_AGENT_DIR`) whose base URL is the
 //! credential proxy and whose key is the voucher's environment variable. Pi has no permission
 //! prompts.
+//!
+//! Pi has no MCP client (its README: "No MCP"; MCP would need an extension Paddock does not
+//! install), so `open` refuses MCP servers for it with [`OpenError::NoMcpClient`] before
+//! anything is launched. [`ToolAccess::McpOnly`] without servers gives `--no-tools`: the
+//! agent then has no tool at all.
+//!
+//! [`OpenError::NoMcpClient`]: crate::contract::OpenError::NoMcpClient
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -13,7 +20,7 @@ use serde_json::{Value, json};
 use super::{Adapter, AdapterDescriptor, Decoded, LaunchPlan, Prepared, Protocol};
 use crate::contract::{
     AgentEvent, BackendId, Capabilities, Command, Lifetime, MidTurnDelivery, Model, OpenRequest,
-    PermissionDecision, Transport, TurnOutcome,
+    PermissionDecision, ToolAccess, Transport, TurnOutcome,
 };
 use crate::credentials::ModelApi;
 
@@ -29,6 +36,7 @@ const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
     },
     model_api: Some(ModelApi::AnthropicMessages),
     asks_permission: false,
+    mcp_client: false,
     program: Cow::Borrowed("pi"),
     version_args: &["--version"],
     install_hint: Cow::Borrowed(
@@ -64,6 +72,9 @@ impl Adapter for Pi {
         .map(Into::into)
         .collect();
         args.push(model.into());
+        if request.config.tools == ToolAccess::McpOnly {
+            args.push("--no-tools".into());
+        }
         if let Some(instructions) = &request.launch.instructions {
             args.extend([
                 "--append-system-prompt".into(),
@@ -333,6 +344,66 @@ impl Protocol for PiProtocol {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{AgentConfig, Launch, McpServer, OpenError};
+
+    fn request(config: AgentConfig) -> OpenRequest {
+        OpenRequest {
+            backend: BackendId::Pi,
+            launch: Launch {
+                working_directory: std::env::temp_dir(),
+                instructions: None,
+                launch_id: "l".into(),
+            },
+            config,
+            env: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn open_refuses_mcp_servers_before_anything_is_launched() {
+        let state = tempfile::tempdir().unwrap();
+        // Whether or not `pi` is installed: the refusal comes before the program lookup.
+        let sdk = crate::AgentDriverSdk::new(crate::HostConfig::new(state.path()));
+        let server = McpServer {
+            name: "paddock".into(),
+            command: "/opt/paddock/bin/paddock".into(),
+            args: vec!["mcp".into()],
+            env: Vec::new(),
+        };
+        let error = sdk
+            .open(request(AgentConfig {
+                mcp_servers: vec![server],
+                ..AgentConfig::default()
+            }))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(
+            error,
+            OpenError::NoMcpClient {
+                backend: BackendId::Pi
+            }
+        );
+        assert!(error.is_invalid_request());
+        assert!(
+            error.to_string().contains("`pi` has no MCP client"),
+            "{error}"
+        );
+        assert!(!state.path().join("launches").exists());
+    }
+
+    #[test]
+    fn mcp_only_without_servers_disables_every_tool() {
+        let args = |config| Pi.launch(&request(config)).args;
+        let unattended = args(AgentConfig {
+            tools: ToolAccess::McpOnly,
+            ..AgentConfig::default()
+        });
+        assert_eq!(unattended.last().unwrap(), "--no-tools");
+        let default = args(AgentConfig::default());
+        assert!(!default.iter().any(|arg| arg == "--no-tools"));
+        assert_eq!(default.len() + 1, unattended.len());
+    }
 
     #[test]
     fn normalises_pi_events() {
