@@ -158,3 +158,73 @@ async fn the_launch_config_passes_strict_validation() {
     }
     assert!(dir.remove());
 }
+
+/// The real `codex` reads the MCP tables and the unattended settings Paddock writes:
+/// `codex mcp list --json` loads the launch's `config.toml` (it refuses a file it cannot
+/// parse) and shows each server with its command, arguments and environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_reads_the_mcp_servers_paddock_writes() {
+    use paddock_agents::adapters::{Adapter, codex::Codex};
+
+    let state = tempfile::tempdir().unwrap();
+    let host = HostConfig::new(state.path());
+    let dir = LaunchDir::create(&host, "mcp").unwrap();
+    let request = OpenRequest {
+        backend: BackendId::Codex,
+        launch: Launch {
+            working_directory: state.path().to_owned(),
+            instructions: None,
+            launch_id: "mcp".into(),
+        },
+        config: AgentConfig {
+            mcp_servers: vec![McpServer {
+                name: "paddock".into(),
+                command: "/opt/paddock/bin/paddock".into(),
+                args: vec!["mcp".into(), "--task=\"t 1\"".into()],
+                env: vec![("PADDOCK_STATE".into(), "/state dir".into())],
+            }],
+            tools: ToolAccess::McpOnly,
+            ..AgentConfig::default()
+        },
+        env: Vec::new(),
+    };
+    let secrets = [("OPENAI_BASE_URL".into(), "http://127.0.0.1:9/v1".into())];
+    let prepared = Codex.prepare(&request, &dir, &secrets).unwrap();
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+        ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+        ("HOME".into(), dir.home.clone().into()),
+    ];
+    env.extend(
+        prepared
+            .env
+            .iter()
+            .map(|(name, value)| (name.into(), value.into())),
+    );
+    let spec = paddock_process::ChildSpec {
+        program: npm_bin("codex"),
+        args: ["mcp", "list", "--json"].iter().map(Into::into).collect(),
+        env,
+        current_dir: Some(state.path().to_owned()),
+        ..paddock_process::ChildSpec::default()
+    };
+    let output = paddock_process::output(spec, common::DEADLINE)
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", output.stderr);
+    let servers: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let server = &servers[0];
+    assert_eq!(server["name"], "paddock", "{servers}");
+    assert_eq!(server["enabled"], true, "{servers}");
+    assert_eq!(
+        server["transport"],
+        serde_json::json!({
+            "type": "stdio",
+            "command": "/opt/paddock/bin/paddock",
+            "args": ["mcp", "--task=\"t 1\""],
+            "env": { "PADDOCK_STATE": "/state dir" },
+            "env_vars": [],
+            "cwd": null,
+        })
+    );
+    assert_eq!(servers.as_array().unwrap().len(), 1, "{servers}");
+}
