@@ -204,3 +204,113 @@ async fn stop_forces_a_cli_that_ignores_sigint() {
     assert!(!paddock_process::is_running(pid));
     model.release();
 }
+
+/// A stdio MCP server with one tool, `tap`, for the real CLI to connect to.
+const TAP_SERVER: &str = r#"
+const lines = require('readline').createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  const message = JSON.parse(line);
+  if (message.id === undefined) return;
+  let result = {};
+  if (message.method === 'initialize') {
+    result = { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} },
+               serverInfo: { name: 'tap', version: '1' } };
+  } else if (message.method === 'tools/list') {
+    result = { tools: [{ name: 'tap', description: 'Taps', inputSchema: { type: 'object' } }] };
+  }
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }) + '\n');
+});
+"#;
+
+/// The real `claude` takes the MCP and tool flags Paddock passes: with
+/// [`ToolAccess::McpOnly`] its `init` lists the server connected and only that server's tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_only_leaves_the_real_cli_only_the_servers_tools() {
+    use paddock_agents::adapters::{Adapter, claude::Claude};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let root = tempfile::tempdir().unwrap();
+    let script = root.path().join("tap.js");
+    std::fs::write(&script, TAP_SERVER).unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let node = std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|candidate| candidate.is_file())
+        .expect("node is on PATH");
+    let request = OpenRequest {
+        backend: BackendId::Claude,
+        launch: Launch {
+            working_directory: root.path().to_owned(),
+            instructions: None,
+            launch_id: "mcp".into(),
+        },
+        config: AgentConfig {
+            mcp_servers: vec![McpServer {
+                name: "paddock".into(),
+                command: node,
+                args: vec![script.display().to_string()],
+                env: vec![("TAP_MODE".into(), "test".into())],
+            }],
+            tools: ToolAccess::McpOnly,
+            ..AgentConfig::default()
+        },
+        env: Vec::new(),
+    };
+    let plan = Claude.launch(&request);
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+        ("PATH".into(), path.clone()),
+        ("HOME".into(), home.into()),
+        // Nothing listens there: the turn fails after `init`, which is all this test reads.
+        ("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into()),
+        ("ANTHROPIC_API_KEY".into(), "not-a-key".into()),
+    ];
+    env.extend(
+        plan.env
+            .iter()
+            .map(|(name, value)| (name.into(), value.into())),
+    );
+    let spec = paddock_process::ChildSpec {
+        program: claude(),
+        args: plan.args,
+        env,
+        current_dir: Some(root.path().to_owned()),
+        stdin: true,
+        stdout: true,
+        ..paddock_process::ChildSpec::default()
+    };
+    let mut child = paddock_process::ManagedChild::spawn(spec, None).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let user = serde_json::json!({
+        "type": "user",
+        "message": { "role": "user", "content": [{ "type": "text", "text": "hi" }] },
+    });
+    stdin
+        .write_all(format!("{user}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = tokio::time::timeout(common::DEADLINE, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message["type"] == "system" && message["subtype"] == "init" {
+                return Some(message);
+            }
+        }
+        None
+    })
+    .await
+    .expect("the CLI wrote `init` in time")
+    .unwrap_or_else(|| panic!("the CLI exited without `init`: {}", child.stderr_tail()));
+    assert_eq!(
+        init["tools"],
+        serde_json::json!(["mcp__paddock__tap"]),
+        "{init}"
+    );
+    assert_eq!(
+        init["mcp_servers"],
+        serde_json::json!([{ "name": "paddock", "status": "connected" }]),
+        "{init}"
+    );
+}
