@@ -186,6 +186,14 @@ pub struct McpServer {
 pub const MCP_SERVER_NAME_MAX: usize = 32;
 
 impl McpServer {
+    /// [`McpServer::env`] as a JSON object of strings, the shape JSON configs take it in.
+    pub(crate) fn env_object(&self) -> serde_json::Map<String, Value> {
+        self.env
+            .iter()
+            .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+            .collect()
+    }
+
     /// Why the runtimes cannot be given this server, if they cannot. The name becomes part of
     /// tool names, config keys and permission rules, so it is held to a set every runtime
     /// takes as it is; every value is written into a text config (JSON or TOML), so the

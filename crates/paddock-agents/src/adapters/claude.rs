@@ -145,11 +145,7 @@ fn mcp_config(config: &AgentConfig) -> Value {
         .mcp_servers
         .iter()
         .map(|server| {
-            let env: serde_json::Map<String, Value> = server
-                .env
-                .iter()
-                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
-                .collect();
+            let env = server.env_object();
             let entry = json!({
                 "type": "stdio",
                 "command": server.command.display().to_string(),

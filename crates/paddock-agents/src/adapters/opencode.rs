@@ -218,11 +218,7 @@ fn mcp(request: &OpenRequest) -> Value {
         .map(|server| {
             let mut command = vec![server.command.display().to_string()];
             command.extend(server.args.iter().cloned());
-            let environment: serde_json::Map<String, Value> = server
-                .env
-                .iter()
-                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
-                .collect();
+            let environment = server.env_object();
             let entry = json!({
                 "type": "local",
                 "command": command,
