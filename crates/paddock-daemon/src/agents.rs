@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use paddock_agents::{
     AgentConfig, AgentDriverSdk, AgentEvent, BackendId, BrokerCredentials, CloseReason,
-    ClosedFacts, Command, HostConfig, Launch, Mode, Model, ModelApi, OpenRequest,
-    PermissionDecision, Receipt, Session, SessionState, StopRequest, TurnOutcome,
+    ClosedFacts, Command, HostConfig, Launch, McpServer, Mode, Model, ModelApi, OpenRequest,
+    PermissionDecision, Receipt, Session, SessionState, StopRequest, ToolAccess, TurnOutcome,
 };
 use paddock_client::ClientEnv;
 use paddock_client::config::{ModelApiKind, PaddockConfig, UpstreamRequest, resolve_upstream};
@@ -78,11 +78,30 @@ struct Inner {
     sandbox_default: paddock_agents::sandbox::SandboxConfig,
 }
 
+/// What a launch gets beyond an `agents/open` request: the daemon's own launches (a task's
+/// agent) add MCP servers, narrow the agent to them, and name the task they work for.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchExtras {
+    pub mcp_servers: Vec<McpServer>,
+    pub tools: ToolAccess,
+    /// The task this session works for: its voucher may then open that task's MCP connection.
+    pub task: Option<String>,
+}
+
+/// Who a voucher speaks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identified {
+    pub session: String,
+    pub bot: String,
+    pub task: Option<String>,
+}
+
 /// One hosted session.
 struct Hosted {
     id: String,
     backend: BackendId,
     bot: String,
+    task: Option<String>,
     cwd: PathBuf,
     started_at_unix_ms: u64,
     session: Session,
@@ -151,16 +170,39 @@ impl AgentsHost {
             .map(|hosted| hosted.id.clone())
     }
 
-    /// The running session whose launch holds `voucher`, and its bot.
-    pub fn identify(&self, voucher: &str) -> Option<(String, String)> {
+    /// The running session whose launch holds `voucher`: its id, bot and task.
+    pub fn identify(&self, voucher: &str) -> Option<Identified> {
         let info = self.inner.broker.identify(voucher)?;
         let sessions = self.lock_sessions();
         let hosted = sessions.get(&info.launch)?;
-        Some((hosted.id.clone(), hosted.bot.clone()))
+        Some(Identified {
+            session: hosted.id.clone(),
+            bot: hosted.bot.clone(),
+            task: hosted.task.clone(),
+        })
+    }
+
+    /// The `paddock` executable launches run (and their MCP servers start).
+    pub fn paddock_command(&self) -> Option<&std::path::Path> {
+        self.inner.host.paddock_command.as_deref()
+    }
+
+    /// The control socket every session's environment names.
+    pub fn socket(&self) -> Option<&std::path::Path> {
+        self.inner.socket.as_deref()
     }
 
     /// `agents/open`.
     pub async fn open(&self, params: AgentsOpenParams) -> Result<AgentsOpenResult, ControlError> {
+        self.open_with(params, LaunchExtras::default()).await
+    }
+
+    /// Opens a session as `agents/open` does, with `extras` on top.
+    pub async fn open_with(
+        &self,
+        params: AgentsOpenParams,
+        extras: LaunchExtras,
+    ) -> Result<AgentsOpenResult, ControlError> {
         if self.inner.shutting_down.load(Ordering::SeqCst) {
             return Err(ControlError::new(
                 ErrorCode::Busy,
@@ -227,7 +269,8 @@ impl AgentsHost {
             config: AgentConfig {
                 model: params.model.clone().map_or(Model::Default, Model::Named),
                 mode,
-                ..AgentConfig::default()
+                mcp_servers: extras.mcp_servers,
+                tools: extras.tools,
             },
             env: {
                 // The session's `paddock` command reaches this daemon with its voucher.
@@ -250,7 +293,9 @@ impl AgentsHost {
                     paddock_agents::OpenError::NotInstalled { .. }
                     | paddock_agents::OpenError::Unsupported { .. }
                     | paddock_agents::OpenError::UnsupportedVersion { .. } => ErrorCode::NotFound,
-                    paddock_agents::OpenError::WorkingDirectory(_) => ErrorCode::InvalidParams,
+                    paddock_agents::OpenError::WorkingDirectory(_)
+                    | paddock_agents::OpenError::InvalidMcpServer { .. }
+                    | paddock_agents::OpenError::NoMcpClient { .. } => ErrorCode::InvalidParams,
                     _ => ErrorCode::Internal,
                 };
                 return Err(ControlError::new(
@@ -267,6 +312,7 @@ impl AgentsHost {
             id: id.clone(),
             backend,
             bot,
+            task: extras.task,
             cwd: params.cwd.clone(),
             started_at_unix_ms: unix_ms(SystemTime::now()),
             session,

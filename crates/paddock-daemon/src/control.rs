@@ -31,11 +31,17 @@ pub trait ControlHandler: Send + Sync + 'static {
     fn status(&self) -> StatusResult;
     /// `daemon/stop`: begins a graceful shutdown.
     fn request_stop(&self);
-    /// `mcp/connect`: checks the session id before the connection switches to MCP.
-    fn check_mcp_session(&self, params: &McpConnectParams) -> Result<(), ControlError>;
+    /// `mcp/connect`: checks the session before the connection switches to MCP, and names the
+    /// session it will serve (a task's agent always gets its task's device session).
+    fn check_mcp_session(
+        &self,
+        role: &Role,
+        params: &McpConnectParams,
+    ) -> Result<String, ControlError>;
     /// Serves MCP on the rest of the connection.
     fn serve_mcp(
         &self,
+        role: Role,
         params: McpConnectParams,
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
@@ -95,8 +101,13 @@ pub trait ControlHandler: Send + Sync + 'static {
 pub enum Role {
     /// The daemon's token: every method.
     Owner,
-    /// A launch's voucher: that session's own methods only.
-    Session { id: String, bot: String },
+    /// A launch's voucher: that session's own methods only; a task's agent may also open the
+    /// MCP connection bound to its task's device.
+    Session {
+        id: String,
+        bot: String,
+        task: Option<String>,
+    },
 }
 
 impl Role {
@@ -107,7 +118,7 @@ impl Role {
                 session: None,
                 bot: None,
             },
-            Self::Session { id, bot } => AuthHelloResult {
+            Self::Session { id, bot, .. } => AuthHelloResult {
                 role: "session".to_owned(),
                 session: Some(id.clone()),
                 bot: Some(bot.clone()),
@@ -118,7 +129,8 @@ impl Role {
 
 /// Whether `role` may make `call`. `daemon/status` carries no secret and needs no proof; the
 /// owner may do everything but a session's own inbox calls; an agent session may pull, ack and
-/// send for its own bot and list and add its own bot's PII filters.
+/// send for its own bot and list and add its own bot's PII filters; a task's agent may open
+/// its task's MCP connection.
 fn permitted(role: Option<&Role>, call: &ControlCall) -> Result<(), ControlError> {
     let session_only = matches!(
         call,
@@ -135,6 +147,7 @@ fn permitted(role: Option<&Role>, call: &ControlCall) -> Result<(), ControlError
         )),
         (Some(Role::Owner), _) => Ok(()),
         (Some(Role::Session { .. }), _) if session_only => Ok(()),
+        (Some(Role::Session { task: Some(_), .. }), ControlCall::McpConnect(_)) => Ok(()),
         (Some(Role::Session { bot, .. }), ControlCall::PiiList(params)) if params.bot == *bot => {
             Ok(())
         }
@@ -144,7 +157,7 @@ fn permitted(role: Option<&Role>, call: &ControlCall) -> Result<(), ControlError
         (Some(Role::Session { bot, .. }), _) => Err(ControlError::new(
             ErrorCode::Forbidden,
             format!(
-                "an agent session may only pull, ack and send its own inbox, ask `pii/list` and `pii/add` for its own bot `{bot}`, and `daemon/status`"
+                "an agent session may only pull, ack and send its own inbox, ask `pii/list` and `pii/add` for its own bot `{bot}`, and `daemon/status` (a task's agent may also open its task's MCP connection)"
             ),
         )),
         (None, _) => Err(ControlError::new(
@@ -399,20 +412,20 @@ async fn serve_connection(stream: UnixStream, handler: Arc<dyn ControlHandler>, 
                 },
             },
             ControlCall::McpConnect(params) => {
-                if let Err(error) = handler.check_mcp_session(&params) {
-                    let _ = write_frame(&mut writer, &error_response(id, error)).await;
-                    continue;
-                }
-                let response = answer(
-                    id,
-                    Ok(McpConnectResult {
-                        session_id: params.session_id.clone(),
-                    }),
-                );
+                // `permitted` let no connection without a role through.
+                let Some(role) = role.clone() else { return };
+                let session_id = match handler.check_mcp_session(&role, &params) {
+                    Ok(session_id) => session_id,
+                    Err(error) => {
+                        let _ = write_frame(&mut writer, &error_response(id, error)).await;
+                        continue;
+                    }
+                };
+                let response = answer(id, Ok(McpConnectResult { session_id }));
                 if write_frame(&mut writer, &response).await.is_err() {
                     return;
                 }
-                handler.serve_mcp(params, reader, writer).await;
+                handler.serve_mcp(role, params, reader, writer).await;
                 return;
             }
         };

@@ -17,6 +17,7 @@ pub mod runner;
 pub mod services;
 pub mod stdio_proxy;
 pub mod subsystem;
+pub mod tasks;
 
 pub use run::{DaemonConfig, FaultInjection, McpOptions, RunOutcome, run};
 pub use subsystem::Subsystem;

@@ -12,6 +12,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::BodyExt as _;
+use paddock_tools::tasks::{CallRecorder, TaskBackend};
 use paddock_tools::{AuthContext, Backend, Policy, Registry, SessionKey, ToolCtx, protocol};
 use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -28,6 +29,10 @@ pub struct McpHost {
     pub policy: Arc<Policy>,
     pub backend: Arc<dyn Backend>,
     owner: AuthContext,
+    /// The daemon's tasks, for the owner's task tools.
+    tasks: Option<Arc<dyn TaskBackend>>,
+    /// Records the owner's sessions' tool calls (`--tool-call-recording`).
+    recorder: Option<Arc<dyn CallRecorder>>,
     /// How long a reconnectable socket session keeps its device after its last connection.
     session_grace: Duration,
     /// Socket sessions with a live connection or a pending release.
@@ -61,6 +66,8 @@ impl McpHost {
             policy,
             backend,
             owner,
+            tasks: None,
+            recorder: None,
             session_grace: Duration::ZERO,
             socket_sessions: Arc::default(),
         }
@@ -72,11 +79,66 @@ impl McpHost {
         self
     }
 
+    /// Gives the owner's contexts the daemon's tasks and, with `--tool-call-recording`, a
+    /// recorder of their sessions' tool calls.
+    pub fn with_tasks(
+        mut self,
+        tasks: Arc<dyn TaskBackend>,
+        recorder: Option<Arc<dyn CallRecorder>>,
+    ) -> Self {
+        self.tasks = Some(tasks);
+        self.recorder = recorder;
+        self.http_ctx = Arc::new(self.owner_ctx(None));
+        self
+    }
+
     /// The local owner's context. HTTP callers hold the daemon's bearer token and socket
     /// callers passed the SO_PEERCRED check: both are the daemon's owner and share one
     /// connection profile.
     fn owner_ctx(&self, session: Option<SessionKey>) -> ToolCtx {
-        owner_ctx(&self.owner, &self.policy, &self.backend, session)
+        ToolCtx {
+            tasks: self.tasks.clone(),
+            recorder: self.recorder.clone(),
+            ..owner_ctx(&self.owner, &self.policy, &self.backend, session)
+        }
+    }
+
+    /// The owner's principal (`uid:<n>`): a task's agent context names it as its owner.
+    pub fn owner_subject(&self) -> &str {
+        self.owner.subject()
+    }
+
+    /// Serves MCP on a control-socket connection with a context fixed by the caller (a task's
+    /// agent), until either side closes it or `ended` resolves. The session's device is not
+    /// released here: whoever made the context owns it.
+    pub async fn serve_bound(
+        self: Arc<Self>,
+        ctx: ToolCtx,
+        reader: BufReader<OwnedReadHalf>,
+        writer: OwnedWriteHalf,
+        ended: impl std::future::Future<Output = ()>,
+    ) {
+        if let Some(session) = &ctx.session {
+            self.registry.record_session(session);
+        }
+        let (server, id) = self.registry.connection_server(ctx.clone());
+        let served = async {
+            match server.serve((reader, writer)).await {
+                Ok(running) => {
+                    self.registry.attach(id, ctx, running.peer().clone());
+                    let token = running.cancellation_token();
+                    tokio::select! {
+                        _ = running.waiting() => {}
+                        () = ended => {
+                            token.cancel();
+                        }
+                    }
+                    self.registry.detach(id);
+                }
+                Err(error) => debug!(%error, "bound MCP connection ended before initialization"),
+            }
+        };
+        served.await;
     }
 
     /// Ends the HTTP `subscriptions/listen` streams (called at shutdown, before the drain).

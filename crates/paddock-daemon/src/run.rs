@@ -51,6 +51,8 @@ pub struct McpOptions {
     /// How long a socket session with a client-chosen id keeps its device after its last
     /// connection closes, for the client to reconnect (zero releases at once).
     pub session_grace: Duration,
+    /// `--tool-call-recording`: every session records its tool calls, for `exportPlan`.
+    pub tool_call_recording: bool,
 }
 
 impl Default for McpOptions {
@@ -60,6 +62,7 @@ impl Default for McpOptions {
             selection: SelectionInput::default(),
             debug: false,
             session_grace: Duration::from_secs(60),
+            tool_call_recording: false,
         }
     }
 }
@@ -228,6 +231,20 @@ pub async fn run(
     .map_err(|error| anyhow::anyhow!("{error}"))?;
     // Reads no pipeline yet: each bot's file is loaded on first use, so a bad file is that
     // bot's error and never stops the daemon.
+    let tasks = crate::tasks::TaskHost::new(
+        store.clone(),
+        pool.clone(),
+        agents.clone(),
+        mcp.owner_subject().to_owned(),
+        &paths.state_dir,
+        crate::tasks::TaskOptions {
+            record_sessions: config.mcp.tool_call_recording,
+            ..crate::tasks::TaskOptions::default()
+        },
+    )
+    .context("could not open the task host")?;
+    let recorder = tasks.session_recorder();
+    let mcp = Arc::new(mcp.with_tasks(Arc::new(tasks.clone()), recorder));
     let pii = PiiHost::open(&paths.state_dir);
     let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
     subsystems.extend(config.subsystems.iter().cloned());
@@ -284,6 +301,7 @@ pub async fn run(
         pii: pii.clone(),
         agents: agents.clone(),
         bots: BotsHost::new(store, agents.clone(), pii, timing),
+        tasks: tasks.clone(),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
     let control_task = tokio::spawn(serve_control(
@@ -352,6 +370,7 @@ pub async fn run(
     if !matches!(outcome, RunOutcome::StartupFailed(_)) {
         state_tx.send_replace(DaemonState::ShuttingDown);
     }
+    tasks.shutdown().await;
     agents.shutdown().await;
     for subsystem in subsystems.iter().rev() {
         subsystem.shutdown().await;
@@ -406,7 +425,7 @@ fn build_mcp(
     config: &DaemonConfig,
     paths: &DaemonPaths,
     started: Instant,
-) -> anyhow::Result<(Arc<McpHost>, Pool, Arc<Store>)> {
+) -> anyhow::Result<(McpHost, Pool, Arc<Store>)> {
     let database = paths.state_dir.join("paddock.db");
     let store = Arc::new(Store::open(&database)?);
     let catalog = paddock_tools::catalog::builtin();
@@ -443,7 +462,7 @@ fn build_mcp(
     info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");
     let host = McpHost::new(registry, policy, Arc::new(pool.clone()))
         .with_session_grace(config.mcp.session_grace);
-    Ok((Arc::new(host), pool, store))
+    Ok((host, pool, store))
 }
 
 /// A fresh id for this daemon run; device bindings carry it so a restart can end them.

@@ -58,6 +58,8 @@ pub struct ControlServices {
     pub agents: AgentsHost,
     /// Bots, their inboxes and outboxes.
     pub bots: BotsHost,
+    /// Tasks: their agents' MCP connections arrive here with the launch's voucher.
+    pub tasks: crate::tasks::TaskHost,
 }
 
 impl std::fmt::Debug for ControlServices {
@@ -85,19 +87,41 @@ impl ControlHandler for ControlServices {
         let _ = self.daemon.stop.try_send(());
     }
 
-    fn check_mcp_session(&self, params: &McpConnectParams) -> Result<(), ControlError> {
-        SessionKey::parse(&params.session_id)
-            .map(drop)
-            .map_err(|error| ControlError::new(ErrorCode::InvalidParams, error.to_string()))
+    fn check_mcp_session(
+        &self,
+        role: &Role,
+        params: &McpConnectParams,
+    ) -> Result<String, ControlError> {
+        match role {
+            // A task's agent is served its task's session, whatever it asked for.
+            Role::Session {
+                task: Some(task), ..
+            } => self.tasks.check_agent(task),
+            _ => SessionKey::parse(&params.session_id)
+                .map(|session| session.as_str().to_owned())
+                .map_err(|error| ControlError::new(ErrorCode::InvalidParams, error.to_string())),
+        }
     }
 
     fn serve_mcp(
         &self,
+        role: Role,
         params: McpConnectParams,
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
     ) -> BoxFuture<'static, ()> {
         let mcp = self.mcp.clone();
+        if let Role::Session {
+            task: Some(task), ..
+        } = &role
+        {
+            let bound = self.tasks.agent_ctx(task, mcp.backend.clone());
+            return Box::pin(async move {
+                if let Ok((ctx, ended)) = bound {
+                    mcp.serve_bound(ctx, reader, writer, ended).await;
+                }
+            });
+        }
         Box::pin(async move {
             if let Ok(session) = SessionKey::parse(&params.session_id) {
                 mcp.serve_socket(session, params.reconnectable, reader, writer)
@@ -198,7 +222,11 @@ impl ControlHandler for ControlServices {
             (None, Some(voucher)) => self
                 .agents
                 .identify(voucher.expose())
-                .map(|(id, bot)| Role::Session { id, bot })
+                .map(|who| Role::Session {
+                    id: who.session,
+                    bot: who.bot,
+                    task: who.task,
+                })
                 .ok_or_else(|| refused("that voucher belongs to no running agent session")),
             _ => Err(ControlError::new(
                 ErrorCode::InvalidParams,

@@ -31,15 +31,28 @@ struct Connection {
     writer: OwnedWriteHalf,
 }
 
+/// How the proxy reaches the daemon.
+#[derive(Debug)]
+pub enum Dial<'a> {
+    /// As the owner, with the token file: starts the daemon when none runs, and reconnects
+    /// after a daemon restart.
+    Owner {
+        paths: &'a DaemonPaths,
+        launch: &'a DetachedLaunch,
+    },
+    /// Inside a task's agent: with the launch's voucher (read from its file). Never starts a
+    /// daemon; when the connection ends (the task is over) the proxy ends too.
+    Voucher {
+        socket: &'a std::path::Path,
+        voucher_file: &'a std::path::Path,
+    },
+}
+
 /// Runs the proxy until stdin closes, as `session` (its id, and whether the client chose it).
-pub async fn run(
-    paths: &DaemonPaths,
-    launch: &DetachedLaunch,
-    session: &McpConnectParams,
-) -> anyhow::Result<()> {
+pub async fn run(dial: &Dial<'_>, session: &McpConnectParams) -> anyhow::Result<()> {
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
-    let mut connection = connect(paths, launch, session).await?;
+    let mut connection = connect(dial, session).await?;
     let mut initialize: Option<Value> = None;
     let mut pending: HashSet<String> = HashSet::new();
     loop {
@@ -85,7 +98,7 @@ pub async fn run(
                     pending.insert(id.to_string());
                 }
                 if write_line(&mut connection.writer, &message).await.is_err() {
-                    connection = reconnect(paths, launch, session, &mut stdout, &mut pending, initialize.as_ref()).await?;
+                    connection = reconnect(dial, session, &mut stdout, &mut pending, initialize.as_ref()).await?;
                 }
             }
             frame = read_frame(&mut connection.reader) => {
@@ -102,7 +115,7 @@ pub async fn run(
                         stdout.flush().await?;
                     }
                     Ok(None) | Err(_) => {
-                        connection = reconnect(paths, launch, session, &mut stdout, &mut pending, initialize.as_ref()).await?;
+                        connection = reconnect(dial, session, &mut stdout, &mut pending, initialize.as_ref()).await?;
                     }
                 }
             }
@@ -111,13 +124,22 @@ pub async fn run(
 }
 
 async fn reconnect(
-    paths: &DaemonPaths,
-    launch: &DetachedLaunch,
+    dial: &Dial<'_>,
     session: &McpConnectParams,
     stdout: &mut tokio::io::Stdout,
     pending: &mut HashSet<String>,
     initialize: Option<&Value>,
 ) -> anyhow::Result<Connection> {
+    if let Dial::Voucher { .. } = dial {
+        for id in pending.drain() {
+            let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+            write_line(stdout, &json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": { "code": -32603, "message": "The task's MCP connection ended: the task is over." }
+            })).await?;
+        }
+        bail!("the daemon ended this task's MCP connection (the task is over)");
+    }
     warn!("lost the daemon connection; reconnecting");
     for id in pending.drain() {
         let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
@@ -126,7 +148,7 @@ async fn reconnect(
             "error": { "code": -32603, "message": "The Paddock daemon restarted while this request was in flight; retry it. Device sessions ended with the restart: acquire a device again." }
         })).await?;
     }
-    let mut connection = connect(paths, launch, session).await?;
+    let mut connection = connect(dial, session).await?;
     if let Some(initialize) = initialize {
         let mut replay = initialize.clone();
         replay["id"] = json!(REPLAY_ID);
@@ -157,11 +179,19 @@ async fn reconnect(
 
 /// Connects to the daemon's control socket and switches the connection to MCP, starting the
 /// daemon first when none answers.
-async fn connect(
-    paths: &DaemonPaths,
-    launch: &DetachedLaunch,
-    session: &McpConnectParams,
-) -> anyhow::Result<Connection> {
+async fn connect(dial: &Dial<'_>, session: &McpConnectParams) -> anyhow::Result<Connection> {
+    let (paths, launch) = match dial {
+        Dial::Owner { paths, launch } => (*paths, *launch),
+        Dial::Voucher {
+            socket,
+            voucher_file,
+        } => {
+            let voucher = std::fs::read_to_string(voucher_file)
+                .context("could not read this session's voucher file")?;
+            let (client, _) = ControlClient::connect_session(socket, voucher.trim()).await?;
+            return switch_to_mcp(client, session).await;
+        }
+    };
     let deadline = tokio::time::Instant::now() + CONNECT_DEADLINE;
     loop {
         match try_connect(paths, session).await {
@@ -193,7 +223,14 @@ async fn try_connect(
     paths: &DaemonPaths,
     session: &McpConnectParams,
 ) -> anyhow::Result<Connection> {
-    let mut client = ControlClient::connect_owner(paths).await?;
+    let client = ControlClient::connect_owner(paths).await?;
+    switch_to_mcp(client, session).await
+}
+
+async fn switch_to_mcp(
+    mut client: ControlClient,
+    session: &McpConnectParams,
+) -> anyhow::Result<Connection> {
     let answer = client
         .request::<McpConnect>(session.clone(), CONNECT_ANSWER_TIMEOUT)
         .await;

@@ -762,6 +762,32 @@ impl Pool {
         }
     }
 
+    /// Binds the free device `id` to `session` (a session that already holds it gets it back).
+    pub async fn acquire_id(
+        &self,
+        session: &str,
+        id: &str,
+    ) -> Result<(Arc<dyn Device>, bool), DeviceError> {
+        if let Ok(device) = self.device(session) {
+            if device.id() != id {
+                return Err(DeviceError::InvalidInput(format!(
+                    "this session already holds `{}`; release it first",
+                    device.id()
+                )));
+            }
+            return Ok((device, false));
+        }
+        match self.bind_warm(session, |entry| entry.device.id() == id) {
+            Some(device) => self.record_binding(session, device).await,
+            None if lock(&self.inner.devices).contains_key(id) => Err(DeviceError::Unavailable(
+                format!("device `{id}` is bound to another session; wait for it or pick another"),
+            )),
+            None => Err(DeviceError::NotFound(format!(
+                "no device `{id}` in the pool; listDevices shows them"
+            ))),
+        }
+    }
+
     /// Whether a device of AVD `avd` is in the pool (bound or not).
     fn avd_running(&self, avd: &str) -> bool {
         lock(&self.inner.devices).values().any(|entry| {

@@ -101,6 +101,18 @@ impl Store {
             .map_err(|error| self.sqlite_error(error))
     }
 
+    /// The highest step number of `owner`, if it has steps.
+    pub fn last_step(&self, owner: &str) -> Result<Option<u64>, StoreError> {
+        self.connection()
+            .query_row(
+                "SELECT MAX(seq) FROM steps WHERE owner = ?1",
+                params![owner],
+                |row| row.get::<_, Option<i64>>(0),
+            )
+            .map(|seq| seq.map(|seq| u64::try_from(seq).unwrap_or_default()))
+            .map_err(|error| self.sqlite_error(error))
+    }
+
     /// Adds a JPEG to step `seq` of `owner`.
     pub fn set_step_image(&self, owner: &str, seq: u64, image: &[u8]) -> Result<(), StoreError> {
         self.connection()

@@ -16,7 +16,7 @@ pub mod error;
 pub mod plan;
 pub mod policy;
 pub mod protocol;
-mod recording;
+pub mod recording;
 pub mod render;
 pub mod resources;
 pub mod server;

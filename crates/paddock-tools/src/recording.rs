@@ -70,6 +70,14 @@ pub(crate) fn recorded(
                     is_password(element) && element.states.iter().any(|s| s == "focused")
                 })));
     let mut plan_arguments = replayable(tool).then(|| arguments.clone());
+    // A replayed plan's variables are the passwords its recording took out: never stored.
+    if tool.name == "executePlan"
+        && let Some(Value::Object(variables)) = arguments.get_mut("variables")
+    {
+        variables
+            .values_mut()
+            .for_each(|value| *value = json!(MASK));
+    }
     if typed_into_password {
         arguments.insert("text".into(), json!(MASK));
         if let Some(plan) = plan_arguments.as_mut() {
@@ -165,6 +173,18 @@ mod tests {
                 .unwrap()
                 .contains("hunter2")
         );
+    }
+
+    #[test]
+    fn a_replayed_plans_variables_are_masked() {
+        const EXECUTE: ToolDef = ToolDef::new("executePlan", "", "", Hints::ACT);
+        let call = run(
+            &EXECUTE,
+            json!({ "plan": { "version": 1, "steps": [] }, "variables": { "PASSWORD_1": "hunter2" } }),
+            Vec::new(),
+        );
+        assert_eq!(call.arguments["variables"]["PASSWORD_1"], MASK);
+        assert!(!serde_json::to_string(&call).unwrap().contains("hunter2"));
     }
 
     #[test]

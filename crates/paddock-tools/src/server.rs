@@ -676,9 +676,12 @@ impl McpServer {
             if let Some(refusal) = self.ctx.policy.refusal() {
                 // A bound connection (a task's agent) is told why, in words it can act on.
                 audit(Outcome::Denied, None);
-                return Ok(error_result(&ToolError::forbidden(format!(
-                    "`{name}` is not available here: {refusal}"
-                ))));
+                let error =
+                    ToolError::forbidden(format!("`{name}` is not available here: {refusal}"));
+                if let Some(recorder) = &self.ctx.recorder {
+                    recorder.refused(name, &request.arguments.unwrap_or_default(), &error);
+                }
+                return Ok(error_result(&error));
             }
             // Indistinguishable from an unknown tool for the caller; the audit says why.
             audit(Outcome::Denied, None);
@@ -689,6 +692,9 @@ impl McpServer {
             Ok(session) => session,
             Err(error) => {
                 audit(Outcome::Error, None);
+                if let Some(recorder) = &self.ctx.recorder {
+                    recorder.refused(name, &arguments, &error);
+                }
                 return Ok(error_result(&error));
             }
         };

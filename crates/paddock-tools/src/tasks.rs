@@ -217,6 +217,9 @@ pub trait CallRecorder: Send + Sync {
     fn admit(&self, session: &SessionKey, tool: &str) -> Result<(), ToolError>;
     /// After a call ran.
     fn record(&self, session: &SessionKey, call: RecordedCall);
+    /// A call refused before it could run (a tool outside the caller's policy, another
+    /// session's id): `arguments` as sent, `error` as answered.
+    fn refused(&self, _tool: &str, _arguments: &Map<String, Value>, _error: &ToolError) {}
 }
 
 /// Where `exportPlan` takes its calls from.

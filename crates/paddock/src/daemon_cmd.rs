@@ -95,6 +95,10 @@ pub struct StartArgs {
     /// server with `adb start-server`, `off` ignores Android.
     #[arg(long, env = "PADDOCK_ANDROID_ADB", value_enum, default_value_t = AndroidAdb::Connect)]
     android_adb: AndroidAdb,
+    /// Record every session's device tool calls, so `exportPlan {sessionUuid}` can turn them
+    /// into a replayable plan (a task's calls are always recorded).
+    #[arg(long, env = "PADDOCK_TOOL_CALL_RECORDING")]
+    tool_call_recording: bool,
     /// Leave the apps a session launched running when its Android device is released
     /// (by default they are force-stopped).
     #[arg(long, env = "PADDOCK_ANDROID_KEEP_APPS")]
@@ -164,6 +168,7 @@ impl Default for StartArgs {
             session_grace_secs: 60,
             android_adb: AndroidAdb::Connect,
             android_keep_apps: false,
+            tool_call_recording: false,
         }
     }
 }
@@ -221,6 +226,7 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
         },
         debug: args.debug,
         session_grace: Duration::from_secs(args.session_grace_secs),
+        tool_call_recording: args.tool_call_recording,
     };
     let mut apps = args.web_app.clone();
     if let Some(list) = env.var("PADDOCK_WEB_APPS").and_then(|value| value.to_str()) {
@@ -393,6 +399,9 @@ pub fn detached_launch(
     ]);
     if args.android_keep_apps {
         child_args.push("--android-keep-apps".into());
+    }
+    if args.tool_call_recording {
+        child_args.push("--tool-call-recording".into());
     }
     for app in &args.web_app {
         child_args.extend(["--web-app".into(), format!("{}={}", app.id, app.url).into()]);

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 use paddock_client::control::McpConnectParams;
 use paddock_client::{ClientEnv, DaemonPaths};
+use paddock_daemon::stdio_proxy::Dial;
 
 use crate::daemon_cmd::{StartArgs, detached_launch};
 use crate::logging::LogArgs;
@@ -35,7 +36,23 @@ pub async fn run(args: McpArgs, logging: &LogArgs) -> anyhow::Result<ExitCode> {
             reconnectable: false,
         },
     };
+    // Inside a task's agent the launch's voucher is the only credential: that connection is
+    // bound to the task's device, and no daemon is ever started from here.
+    let socket = std::env::var_os("PADDOCK_CONTROL_SOCKET").map(std::path::PathBuf::from);
+    let voucher_file = std::env::var_os("PADDOCK_PROXY_TOKEN_FILE").map(std::path::PathBuf::from);
+    if let (Some(socket), Some(voucher_file)) = (&socket, &voucher_file) {
+        let dial = Dial::Voucher {
+            socket,
+            voucher_file,
+        };
+        paddock_daemon::stdio_proxy::run(&dial, &session).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let launch = detached_launch(&paths, &StartArgs::default(), logging)?;
-    paddock_daemon::stdio_proxy::run(&paths, &launch, &session).await?;
+    let dial = Dial::Owner {
+        paths: &paths,
+        launch: &launch,
+    };
+    paddock_daemon::stdio_proxy::run(&dial, &session).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -120,9 +120,10 @@ impl Adapter for Codex {
             })?;
         let home = dir.root.join("codex-home");
         std::fs::create_dir_all(&home)?;
+        let forwarded = forwarded_env(request, secrets);
         std::fs::write(
             home.join("config.toml"),
-            config_toml(&base_url, &request.config),
+            config_toml(&base_url, &request.config, &forwarded),
         )?;
         Ok(Prepared {
             env: vec![("CODEX_HOME".into(), home.display().to_string())],
@@ -135,9 +136,39 @@ impl Adapter for Codex {
     }
 }
 
+/// Paddock's session variables an MCP server needs to reach the daemon as this launch. Codex
+/// starts MCP servers with little of its own environment, so they are written into each
+/// server's table: paths and names only — the voucher file's path, never the voucher.
+const FORWARDED_TO_MCP: [&str; 3] = [
+    "PADDOCK_CONTROL_SOCKET",
+    "PADDOCK_PROXY_TOKEN_FILE",
+    "PADDOCK_BOT_ID",
+];
+
+fn forwarded_env(
+    request: &OpenRequest,
+    secrets: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Vec<(String, String)> {
+    let from_secrets = secrets
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_str()?.to_owned(), value.to_str()?.to_owned())));
+    FORWARDED_TO_MCP
+        .iter()
+        .filter_map(|wanted| {
+            request
+                .env
+                .iter()
+                .cloned()
+                .chain(from_secrets.clone())
+                .find(|(name, _)| name == wanted)
+        })
+        .collect()
+}
+
 /// `config.toml` for the launch's `CODEX_HOME`. The provider's `env_key` names the variable
-/// that holds the voucher, so the voucher never lands in the file.
-fn config_toml(base_url: &str, agent: &AgentConfig) -> String {
+/// that holds the voucher, so the voucher never lands in the file. `forwarded` variables are
+/// added to every MCP server's environment unless the server sets them itself.
+fn config_toml(base_url: &str, agent: &AgentConfig, forwarded: &[(String, String)]) -> String {
     let mut config = String::new();
     // Without a named model Codex uses its own default, whose metadata it knows.
     if let Model::Named(model) = &agent.model {
@@ -197,9 +228,13 @@ fn config_toml(base_url: &str, agent: &AgentConfig) -> String {
         if mcp_only {
             config.push_str("default_tools_approval_mode = \"approve\"\n");
         }
-        if !server.env.is_empty() {
+        let inherited = forwarded
+            .iter()
+            .filter(|(name, _)| !server.env.iter().any(|(own, _)| own == name));
+        let env: Vec<&(String, String)> = server.env.iter().chain(inherited).collect();
+        if !env.is_empty() {
             config.push_str(&format!("\n[mcp_servers.{}.env]\n", server.name));
-            for (name, value) in &server.env {
+            for (name, value) in env {
                 config.push_str(&format!("{} = {}\n", toml_string(name), toml_string(value)));
             }
         }
@@ -1013,6 +1048,7 @@ mod tests {
                 model: Model::Named("m\"odel\u{7f}".into()),
                 ..AgentConfig::default()
             },
+            &[],
         );
         assert!(
             config.starts_with("model = \"m\\\"odel\\u007F\"\n"),
@@ -1026,7 +1062,7 @@ mod tests {
         assert!(config.contains("check_for_update_on_startup = false"));
         assert!(config.contains("[analytics]\nenabled = false"));
         assert!(config.contains("[feedback]\nenabled = false"));
-        assert!(!config_toml("http://x/v1", &AgentConfig::default()).contains("\nmodel ="));
+        assert!(!config_toml("http://x/v1", &AgentConfig::default(), &[]).contains("\nmodel ="));
     }
 
     fn server(name: &str) -> McpServer {
@@ -1040,7 +1076,7 @@ mod tests {
 
     #[test]
     fn without_mcp_servers_the_config_is_unchanged() {
-        let config = config_toml("http://x/v1", &AgentConfig::default());
+        let config = config_toml("http://x/v1", &AgentConfig::default(), &[]);
         assert!(!config.contains("mcp_servers"), "{config}");
         assert!(!config.contains("shell_tool"), "{config}");
         let params = CodexProtocol::new(&request(Mode::Default)).thread_params;
@@ -1053,7 +1089,7 @@ mod tests {
             mcp_servers: vec![server("paddock"), server("device-2")],
             ..AgentConfig::default()
         };
-        let config = config_toml("http://x/v1", &agent);
+        let config = config_toml("http://x/v1", &agent, &[]);
         assert!(
             config.contains(
                 "\n[mcp_servers.paddock]\n\
@@ -1071,13 +1107,60 @@ mod tests {
     }
 
     #[test]
+    fn paddock_session_variables_reach_every_mcp_server_unless_it_sets_them() {
+        let agent = AgentConfig {
+            mcp_servers: vec![server("paddock")],
+            ..AgentConfig::default()
+        };
+        let forwarded = [
+            (
+                "PADDOCK_PROXY_TOKEN_FILE".to_owned(),
+                "/l/voucher-v1".to_owned(),
+            ),
+            ("PADDOCK_STATE".to_owned(), "/elsewhere".to_owned()),
+        ];
+        let config = config_toml("http://x/v1", &agent, &forwarded);
+        assert!(
+            config.contains(
+                "\n[mcp_servers.paddock.env]\n\
+                 \"PADDOCK_STATE\" = \"/state dir\"\n\
+                 \"PADDOCK_PROXY_TOKEN_FILE\" = \"/l/voucher-v1\"\n"
+            ),
+            "{config}"
+        );
+        let mut open = request(Mode::Default);
+        open.env = vec![
+            ("PADDOCK_CONTROL_SOCKET".into(), "/run/p.sock".into()),
+            ("HOME".into(), "/h".into()),
+        ];
+        let secrets = [
+            ("OPENAI_API_KEY".into(), "pdk_v_secret".into()),
+            ("PADDOCK_PROXY_TOKEN_FILE".into(), "/l/voucher-v1".into()),
+        ];
+        assert_eq!(
+            forwarded_env(&open, &secrets),
+            vec![
+                (
+                    "PADDOCK_CONTROL_SOCKET".to_owned(),
+                    "/run/p.sock".to_owned()
+                ),
+                (
+                    "PADDOCK_PROXY_TOKEN_FILE".to_owned(),
+                    "/l/voucher-v1".to_owned()
+                ),
+            ],
+            "paths only: never the key, never other variables"
+        );
+    }
+
+    #[test]
     fn mcp_only_switches_off_the_shell_and_pre_approves_the_servers() {
         let agent = AgentConfig {
             mcp_servers: vec![server("paddock")],
             tools: ToolAccess::McpOnly,
             ..AgentConfig::default()
         };
-        let config = config_toml("http://x/v1", &agent);
+        let config = config_toml("http://x/v1", &agent, &[]);
         let features = config
             .split("[features]\n")
             .nth(1)

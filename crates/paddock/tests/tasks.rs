@@ -1,0 +1,461 @@
+//! Tasks end to end: `runTask` puts the real Claude Code CLI (against the scripted model
+//! server) on a real Chromium device through `paddock mcp` with the launch's voucher. The
+//! agent signs in to the fixture app; what it may not do (acquire another device, run a task,
+//! reach another session) is refused and recorded; the trajectory masks the password and
+//! filters other arguments; the plan exported from the task replays on a fresh device.
+#![cfg(test)]
+
+use std::time::Duration;
+
+use paddock_testkit::fixture::FixtureApp;
+use paddock_testkit::model::{ScriptedModel, Turn};
+use paddock_testkit::{DaemonHarness, McpHttp, McpStdio};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paddock");
+const KEY: &str = "sk-ant-task-test-key";
+const PASSWORD: &str = "hunter2-task-secret";
+/// A hang deadline, not a speed expectation.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn tool(n: usize, name: &str, input: Value) -> Turn {
+    Turn::tool(
+        &format!("toolu_{n}"),
+        &format!("mcp__paddock__{name}"),
+        input,
+    )
+}
+
+fn start(harness: &mut DaemonHarness, model: &ScriptedModel, app: &FixtureApp) {
+    harness
+        .with_agent_clis()
+        .unwrap()
+        .set_env("ANTHROPIC_BASE_URL", model.base_url())
+        .set_env("ANTHROPIC_API_KEY", KEY);
+    let app_arg = format!("fixture={}", app.url("/"));
+    harness
+        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
+        .unwrap();
+}
+
+/// Polls `getTask` until the task has ended; its summary.
+fn wait_ended(http: &McpHttp, task: &str) -> Value {
+    paddock_testkit::wait_until(DEADLINE, || {
+        let answer = http.call("getTask", json!({ "taskId": task })).ok()?;
+        let summary = answer["structuredContent"]["summary"].clone();
+        matches!(
+            summary["state"].as_str(),
+            Some("completed" | "failed" | "stopped")
+        )
+        .then_some(summary)
+    })
+    .unwrap_or_else(|error| panic!("task {task} did not end: {error}"))
+}
+
+fn trajectory(http: &McpHttp, task: &str) -> Vec<Value> {
+    let mut steps = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut arguments = json!({ "taskId": task, "view": "trajectory", "limit": 4 });
+        if let Some(cursor) = &cursor {
+            arguments["cursor"] = json!(cursor);
+        }
+        let page = http.call("getTask", arguments).unwrap();
+        let page = &page["structuredContent"];
+        steps.extend(page["steps"].as_array().cloned().unwrap_or_default());
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return steps,
+        }
+    }
+}
+
+#[test]
+fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
+    let app = FixtureApp::start().unwrap();
+    let model = ScriptedModel::start(vec![
+        tool(1, "observe", json!({})),
+        // Another session's device is refused, recorded, and the task goes on.
+        tool(2, "observe", json!({ "__mcpSessionId": "someone-else" })),
+        tool(3, "tapOn", json!({ "text": "Sign in" })),
+        tool(
+            4,
+            "inputText",
+            json!({ "label": "Email", "text": "ada@example.com" }),
+        ),
+        tool(
+            5,
+            "inputText",
+            json!({ "label": "Password", "text": PASSWORD }),
+        ),
+        tool(6, "tapOn", json!({ "text": "Sign in" })),
+        Turn::text("Signed in: the welcome page greets ada."),
+    ])
+    .unwrap();
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    start(&mut harness, &model, &app);
+    let http = McpHttp::for_harness(&harness).unwrap();
+
+    let listed = http.tool_names().unwrap();
+    for name in ["runTask", "getTask", "listTasks", "stopTask", "exportPlan"] {
+        assert!(listed.iter().any(|tool| tool == name), "{name}: {listed:?}");
+    }
+    let started = http
+        .call(
+            "runTask",
+            json!({ "goal": "Sign in to the fixture app as ada@example.com", "app": "fixture" }),
+        )
+        .unwrap();
+    assert_eq!(started["isError"], false, "{started}");
+    let task = started["structuredContent"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(started["structuredContent"]["state"], "queued", "{started}");
+
+    let summary = wait_ended(&http, &task);
+    assert_eq!(summary["state"], "completed", "{summary}");
+    assert_eq!(
+        summary["result"], "Signed in: the welcome page greets ada.",
+        "{summary}"
+    );
+    assert_eq!(summary["steps"], 6, "six tool calls: {summary}");
+    let status = http
+        .call("getTask", json!({ "taskId": task, "view": "status" }))
+        .unwrap();
+    assert!(
+        status["structuredContent"]["status"]
+            .as_str()
+            .is_some_and(|line| line.contains("completed")),
+        "{status}"
+    );
+
+    let steps = trajectory(&http, &task);
+    let calls: Vec<&Value> = steps.iter().filter(|step| step["kind"] == "tool").collect();
+    assert_eq!(calls.len(), 6, "{steps:#?}");
+    let outcome = |index: usize| calls[index]["outcome"].as_str().unwrap_or_default();
+    assert_eq!(calls[1]["tool"], "observe");
+    assert_eq!(calls[1]["ok"], false);
+    assert!(outcome(1).starts_with("[forbidden]"), "{}", outcome(1));
+    for index in 2..6 {
+        assert_eq!(calls[index]["ok"], true, "{:#?}", calls[index]);
+    }
+    let everything = serde_json::to_string(&steps).unwrap();
+    assert!(
+        !everything.contains(PASSWORD),
+        "the password is never stored"
+    );
+    assert!(
+        !everything.contains("ada@example.com"),
+        "other arguments pass the PII default filters: {everything}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|step| step["kind"] == "message" && step["text"].as_str().is_some()),
+        "{steps:#?}"
+    );
+    assert!(
+        steps.last().is_some_and(|step| step["kind"] == "end"),
+        "{steps:#?}"
+    );
+
+    // The agent's connection was the task's own: the model never saw the owner's token, and
+    // the device went back to the pool when the task ended.
+    let token = harness.token().unwrap();
+    for request in model.requests() {
+        let body = request.body.to_string();
+        assert!(!body.contains(&token), "the daemon token reached the model");
+        assert!(!body.contains(KEY));
+    }
+    assert!(
+        task_device(&harness, &task).is_none(),
+        "the task's device is released"
+    );
+
+    let shot = http
+        .call(
+            "getTaskMedia",
+            json!({ "taskId": task, "kind": "screenshot" }),
+        )
+        .unwrap();
+    assert_eq!(shot["isError"], false, "{shot}");
+    assert!(
+        shot["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|item| item["type"] == "image"),
+        "{shot}"
+    );
+    let state = http
+        .call("getTaskMedia", json!({ "taskId": task, "kind": "uiState" }))
+        .unwrap();
+    assert!(state.to_string().contains("Welcome"), "{state}");
+
+    // What the agent did, as a plan, replays on a fresh device without a model.
+    let exported = http.call("exportPlan", json!({ "taskId": task })).unwrap();
+    let plan = exported["structuredContent"].clone();
+    assert_eq!(plan["version"], 1, "{exported}");
+    assert_eq!(plan["variables"], json!(["PASSWORD_1"]), "{plan}");
+    assert!(!plan.to_string().contains(PASSWORD), "{plan}");
+    let replay = http.with_session("task-replay");
+    let acquired = replay.call("getWeb", json!({ "app": "fixture" })).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    let run = replay
+        .call(
+            "executePlan",
+            json!({ "plan": plan, "variables": { "PASSWORD_1": PASSWORD } }),
+        )
+        .unwrap();
+    assert_eq!(run["structuredContent"]["ok"], true, "{run}");
+    let page = replay.call("observe", json!({})).unwrap();
+    assert!(page.to_string().contains("Welcome"), "{page}");
+}
+
+/// Waits until `count` requests were answered (or are held) by scripted turns.
+fn wait_scripted(model: &ScriptedModel, count: usize) {
+    paddock_testkit::wait_until(DEADLINE, || {
+        (model.scripted_requests().len() >= count).then_some(())
+    })
+    .unwrap_or_else(|_| panic!("the model was not asked {count} scripted times"));
+}
+
+/// A daemon with Claude Code and the fixture app, for one scenario.
+fn daemon(model: &ScriptedModel, app: &FixtureApp) -> (DaemonHarness, McpHttp) {
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    start(&mut harness, model, app);
+    let http = McpHttp::for_harness(&harness).unwrap();
+    (harness, http)
+}
+
+fn run_task(http: &McpHttp, arguments: Value) -> String {
+    let started = http.call("runTask", arguments).unwrap();
+    assert_eq!(started["isError"], false, "{started}");
+    started["structuredContent"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The device bound to the task's session, from `paddock devices --json`: its entry.
+fn task_device(harness: &DaemonHarness, task: &str) -> Option<Value> {
+    let listed = harness
+        .run(["devices", "--json"])
+        .unwrap()
+        .success()
+        .unwrap();
+    let listing: Value = serde_json::from_str(listed.stdout().trim()).unwrap();
+    let session = format!("task-{task}");
+    listing["devices"]
+        .as_array()?
+        .iter()
+        .find(|device| device["session"] == session.as_str())
+        .cloned()
+}
+
+/// The hosted agent sessions, from `paddock agent list --json`.
+fn agent_sessions(harness: &DaemonHarness) -> Vec<Value> {
+    let listed = harness
+        .run(["agent", "list", "--json"])
+        .unwrap()
+        .success()
+        .unwrap();
+    let listing: Value = serde_json::from_str(listed.stdout().trim()).unwrap();
+    listing["sessions"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_task_over_its_max_steps_fails_with_that_reason_and_returns_its_device() {
+    let app = FixtureApp::start().unwrap();
+    let model = ScriptedModel::start(vec![
+        tool(1, "observe", json!({})),
+        tool(2, "observe", json!({})),
+        tool(3, "observe", json!({})),
+        Turn::text("never reached"),
+    ])
+    .unwrap();
+    let (harness, http) = daemon(&model, &app);
+    let task = run_task(&http, json!({ "goal": "look around", "maxSteps": 2 }));
+    let summary = wait_ended(&http, &task);
+    assert_eq!(summary["state"], "failed", "{summary}");
+    assert_eq!(summary["reason"], "max_steps", "{summary}");
+    assert_eq!(summary["steps"], 2, "{summary}");
+    assert!(task_device(&harness, &task).is_none(), "the device is back");
+}
+
+#[test]
+fn a_stopped_task_ends_its_agent_and_a_timed_out_one_fails() {
+    let app = FixtureApp::start().unwrap();
+    let model = ScriptedModel::start(vec![
+        tool(1, "observe", json!({})).when("stop me"),
+        Turn::text("held until the test lets go").gated(),
+    ])
+    .unwrap();
+    let (mut harness, http) = daemon(&model, &app);
+    let task = run_task(&http, json!({ "goal": "stop me" }));
+    wait_scripted(&model, 2);
+
+    // While the agent works: neither it nor its MCP server holds the daemon's token or the
+    // real key — only the voucher's file path.
+    let token = harness.token().unwrap();
+    let sessions = agent_sessions(&harness);
+    let agent = sessions
+        .iter()
+        .find(|session| session["state"] != "closed")
+        .unwrap_or_else(|| panic!("a running agent: {sessions:?}"))
+        .clone();
+    let pid = agent["pid"].as_u64().unwrap();
+    let mut processes = vec![pid];
+    processes.extend(
+        paddock_testkit::procfs::descendants(u32::try_from(pid).unwrap())
+            .iter()
+            .map(|&p| u64::from(p)),
+    );
+    for process in &processes {
+        let Ok(environ) = std::fs::read(format!("/proc/{process}/environ")) else {
+            continue;
+        };
+        let environ = String::from_utf8_lossy(&environ);
+        assert!(
+            !environ.contains(&token),
+            "process {process} holds the daemon token"
+        );
+        assert!(
+            !environ.contains(KEY),
+            "process {process} holds the real key"
+        );
+    }
+
+    // As the agent would, with its voucher: `paddock mcp` serves only the task's device tools
+    // on the task's session, and refuses the rest in words.
+    let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap())
+        .into_owned();
+    let voucher_file = environ
+        .split('\0')
+        .find_map(|entry| entry.strip_prefix("PADDOCK_PROXY_TOKEN_FILE="))
+        .expect("the agent's voucher file")
+        .to_owned();
+    let socket = harness.paths().socket;
+    harness
+        .set_env("PADDOCK_CONTROL_SOCKET", socket.as_os_str())
+        .set_env("PADDOCK_PROXY_TOKEN_FILE", &voucher_file);
+    let mut agent_mcp = McpStdio::start(&harness, &[]).unwrap();
+    harness
+        .remove_env("PADDOCK_CONTROL_SOCKET")
+        .remove_env("PADDOCK_PROXY_TOKEN_FILE");
+    let offered = agent_mcp.tool_names().unwrap();
+    assert!(offered.iter().any(|name| name == "observe"), "{offered:?}");
+    for hidden in [
+        "getWeb",
+        "runTask",
+        "provisionDevice",
+        "setToolEnabled",
+        "releaseDevice",
+    ] {
+        assert!(
+            !offered.iter().any(|name| name == hidden),
+            "{hidden}: {offered:?}"
+        );
+    }
+    for (name, arguments) in [
+        ("getWeb", json!({})),
+        ("provisionDevice", json!({ "platform": "web" })),
+        ("runTask", json!({ "goal": "escape" })),
+        (
+            "setToolEnabled",
+            json!({ "name": "observe", "enabled": false, "__mcpSessionId": "other" }),
+        ),
+        ("listTasks", json!({})),
+        ("observe", json!({ "__mcpSessionId": "someone-else" })),
+    ] {
+        let answer = agent_mcp.call(name, arguments).unwrap();
+        assert_eq!(answer["isError"], true, "{name}: {answer}");
+        assert!(
+            answer.to_string().contains("[forbidden]"),
+            "{name} is refused as forbidden: {answer}"
+        );
+    }
+    let own = agent_mcp.call("observe", json!({})).unwrap();
+    assert_eq!(own["isError"], false, "its own device answers: {own}");
+
+    let stopped = http.call("stopTask", json!({ "taskId": task })).unwrap();
+    let summary = &stopped["structuredContent"];
+    assert_eq!(summary["state"], "stopped", "{stopped}");
+    assert_eq!(summary["reason"], "stopped by the owner", "{stopped}");
+    assert!(task_device(&harness, &task).is_none(), "the device is back");
+    model.release();
+    for process in processes {
+        paddock_testkit::wait_until(DEADLINE, || {
+            (!paddock_testkit::process_alive(u32::try_from(process).unwrap())).then_some(())
+        })
+        .unwrap_or_else(|_| panic!("process {process} of the stopped task is still running"));
+    }
+    // A stopped task's voucher is revoked: the agent's connection ended with it.
+    let after = agent_mcp.call("observe", json!({}));
+    assert!(
+        after.is_err() || after.as_ref().is_ok_and(|answer| answer["isError"] == true),
+        "the ended task's connection no longer serves its device: {after:?}"
+    );
+    let again = http
+        .call(
+            "sendTaskMessage",
+            json!({ "taskId": task, "text": "hello?" }),
+        )
+        .unwrap();
+    assert_eq!(again["isError"], true, "{again}");
+
+    model.push(Turn::text("too late").gated().when("wait forever"));
+    let slow = run_task(&http, json!({ "goal": "wait forever", "timeoutSecs": 5 }));
+    let summary = wait_ended(&http, &slow);
+    assert_eq!(summary["state"], "failed", "{summary}");
+    assert_eq!(summary["reason"], "timeout", "{summary}");
+    model.release();
+}
+
+#[test]
+fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
+    let app = FixtureApp::start().unwrap();
+    let model = ScriptedModel::start(vec![
+        Turn::text("First part done.").gated().when("two parts"),
+        Turn::text("Second part done, as asked.").when("also do the second part"),
+    ])
+    .unwrap();
+    let (harness, http) = daemon(&model, &app);
+    let task = run_task(&http, json!({ "goal": "a task in two parts" }));
+    wait_scripted(&model, 1);
+    let sent = http
+        .call(
+            "sendTaskMessage",
+            json!({ "taskId": task, "text": "also do the second part" }),
+        )
+        .unwrap();
+    assert_eq!(sent["isError"], false, "{sent}");
+    let receipt = sent["structuredContent"]["receipt"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(matches!(receipt, "accepted" | "queued"), "{sent}");
+    model.release();
+    let summary = wait_ended(&http, &task);
+    assert_eq!(summary["state"], "completed", "{summary}");
+    assert_eq!(
+        summary["result"], "Second part done, as asked.",
+        "{summary}"
+    );
+
+    // The device dies under a running task: it fails as `device_lost`.
+    model.push(Turn::text("never finishes").gated().when("doomed device"));
+    let doomed = run_task(&http, json!({ "goal": "doomed device" }));
+    let device = paddock_testkit::wait_until(DEADLINE, || task_device(&harness, &doomed)).unwrap();
+    wait_scripted(&model, 3);
+    let pid = device["pid"].as_u64().expect("a browser pid");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let summary = wait_ended(&http, &doomed);
+    assert_eq!(summary["state"], "failed", "{summary}");
+    assert_eq!(summary["reason"], "device_lost", "{summary}");
+    model.release();
+}
