@@ -7,8 +7,10 @@ mod daemon_cmd;
 mod devices_cmd;
 mod hardening;
 mod logging;
+mod mcp_client;
 mod mcp_cmd;
 mod pii_cmd;
+mod plan_cmd;
 mod sandbox_cmd;
 
 use std::process::ExitCode;
@@ -52,6 +54,9 @@ enum Command {
     /// Inside an agent session: send a message (freshness guard, then PII filters).
     #[command(subcommand)]
     Message(bot_cmd::MessageCommand),
+    /// Replay a plan (from `exportPlan`) on a fresh web device: `paddock plan run FILE`.
+    #[command(subcommand)]
+    Plan(plan_cmd::PlanCommand),
     /// Run a program confined by Landlock to the given paths (the agent driver's wrapper).
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
             Command::Bot(command) => bot_cmd::run_bot(command).await,
             Command::Inbox(command) => bot_cmd::run_inbox(command).await,
             Command::Message(command) => bot_cmd::run_message(command).await,
+            Command::Plan(command) => plan_cmd::run(command).await,
             // Handled above, before the runtime started; run here, it would be as confined.
             Command::SandboxExec(args) => Ok(sandbox_cmd::run(args)),
         }
