@@ -1,5 +1,5 @@
 //! A small MCP client over the daemon's control socket, for the commands that drive the
-//! daemon's tools (`paddock plan run`).
+//! daemon's tools (`paddock plan run`, `paddock task …`).
 //!
 //! It connects as the owner, switches the connection to MCP with `mcp/connect` (a fresh
 //! session id, not reconnectable, so a device the session acquires is released when the
@@ -100,6 +100,20 @@ impl ToolAnswer {
     /// `structuredContent`, or `null` when the tool answered without it.
     pub fn structured(&self) -> &Value {
         self.0.get("structuredContent").unwrap_or(&Value::Null)
+    }
+
+    /// The text content blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        content_text(&self.0)
+    }
+
+    /// The first image content block: its `mimeType` and base64 `data`.
+    pub fn image(&self) -> Option<(&str, &str)> {
+        self.0["content"]
+            .as_array()?
+            .iter()
+            .filter(|block| block["type"] == "image")
+            .find_map(|block| Some((block["mimeType"].as_str()?, block["data"].as_str()?)))
     }
 }
 
