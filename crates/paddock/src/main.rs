@@ -7,9 +7,12 @@ mod daemon_cmd;
 mod devices_cmd;
 mod hardening;
 mod logging;
+mod mcp_client;
 mod mcp_cmd;
 mod pii_cmd;
+mod plan_cmd;
 mod sandbox_cmd;
+mod task_cmd;
 
 use std::process::ExitCode;
 
@@ -52,6 +55,13 @@ enum Command {
     /// Inside an agent session: send a message (freshness guard, then PII filters).
     #[command(subcommand)]
     Message(bot_cmd::MessageCommand),
+    /// Replay a plan (from `exportPlan`) on a fresh web device: `paddock plan run FILE`.
+    #[command(subcommand)]
+    Plan(plan_cmd::PlanCommand),
+    /// Tasks: hand a goal to an agent that works a device of its own, follow, list, show,
+    /// stop and message them, fetch their screenshots (the daemon's task tools).
+    #[command(subcommand)]
+    Task(task_cmd::TaskCommand),
     /// Run a program confined by Landlock to the given paths (the agent driver's wrapper).
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -151,6 +161,8 @@ fn main() -> ExitCode {
             Command::Bot(command) => bot_cmd::run_bot(command).await,
             Command::Inbox(command) => bot_cmd::run_inbox(command).await,
             Command::Message(command) => bot_cmd::run_message(command).await,
+            Command::Plan(command) => plan_cmd::run(command).await,
+            Command::Task(command) => task_cmd::run(command).await,
             // Handled above, before the runtime started; run here, it would be as confined.
             Command::SandboxExec(args) => Ok(sandbox_cmd::run(args)),
         }

@@ -1,9 +1,12 @@
 //! Plans end to end: `executePlan` (plan-only: callable by name, never listed) replays a plan
-//! document on a real Chromium device against the fixture web app.
+//! document on a real Chromium device against the fixture web app, over MCP and through
+//! `paddock plan run`.
 #![cfg(test)]
 
+use std::time::Duration;
+
 use paddock_testkit::fixture::FixtureApp;
-use paddock_testkit::{DaemonHarness, McpHttp};
+use paddock_testkit::{CommandOutput, DaemonHarness, McpHttp};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
@@ -181,4 +184,140 @@ fn password_fields_carry_the_password_state() {
         states("Email").is_some_and(|states| !states.to_string().contains("password")),
         "{elements:?}"
     );
+}
+
+/// A `paddock plan run` that has not exited by then hangs.
+const PLAN_RUN_DEADLINE: Duration = Duration::from_secs(180);
+
+fn plan_run(harness: &DaemonHarness, args: &[&str], stdin: &[u8]) -> CommandOutput {
+    let mut argv = vec!["plan", "run"];
+    argv.extend_from_slice(args);
+    harness
+        .run_with_stdin_within(argv, stdin, PLAN_RUN_DEADLINE)
+        .unwrap()
+}
+
+/// Fails when the password reached stdout or stderr.
+fn assert_no_password(output: &CommandOutput) {
+    assert!(
+        !output.stdout().contains("hunter2") && !output.stderr().contains("hunter2"),
+        "the variable's value was printed: {output}"
+    );
+}
+
+#[test]
+fn paddock_plan_run_replays_a_plan_file_and_never_prints_a_variable() {
+    let app = FixtureApp::start().unwrap();
+    let harness = DaemonHarness::new(BIN).unwrap();
+    let app_arg = format!("fixture={}", app.url("/"));
+    harness
+        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let plan = write(
+        "sign-in.json",
+        &serde_json::to_vec_pretty(&sign_in_plan()).unwrap(),
+    );
+
+    // With the variable, on a fresh device with the app open, every step runs: exit 0.
+    let done = plan_run(
+        &harness,
+        &[&plan, "--app", "fixture", "--var", "PASSWORD_1=hunter2"],
+        b"",
+    );
+    assert_eq!(done.code(), Some(0), "{done}");
+    let steps: Vec<String> = done.stdout().lines().map(str::to_owned).collect();
+    assert_eq!(steps.len(), 4, "{done}");
+    for (index, tool) in ["tapOn", "inputText", "inputText", "tapOn"]
+        .iter()
+        .enumerate()
+    {
+        let prefix = format!("step {} {tool} ok ", index + 1);
+        assert!(
+            steps[index].starts_with(&prefix) && steps[index].ends_with(" ms"),
+            "{done}"
+        );
+    }
+    assert_no_password(&done);
+
+    // Without it (the plan on stdin), step 3 fails naming the variable, step 4 does not run,
+    // the screen is shown: exit 1.
+    let missing = plan_run(
+        &harness,
+        &["-", "--app", "fixture"],
+        &serde_json::to_vec(&sign_in_plan()).unwrap(),
+    );
+    assert_eq!(missing.code(), Some(1), "{missing}");
+    let stdout = missing.stdout();
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.starts_with("step 3 inputText error: ")
+                && line.contains("`PASSWORD_1`")),
+        "{missing}"
+    );
+    assert!(stdout.contains("step 4 tapOn not run"), "{missing}");
+    assert!(stdout.contains("screen at step 3:"), "{missing}");
+    assert!(
+        missing.stderr().contains("the plan failed at step 3 of 4"),
+        "{missing}"
+    );
+
+    // A step whose target is the password itself fails; the daemon's error and the screen
+    // are printed with the value replaced by its name, as text and as JSON.
+    let quoting = write(
+        "quoting.json",
+        &serde_json::to_vec(&json!({
+            "version": 1,
+            "variables": ["PASSWORD_1"],
+            "steps": [{ "tool": "tapOn", "arguments": { "text": "${PASSWORD_1}" } }],
+        }))
+        .unwrap(),
+    );
+    for extra in [None, Some("--json")] {
+        let mut args = vec![quoting.as_str(), "--var", "PASSWORD_1=hunter2"];
+        args.extend(extra);
+        let failed = plan_run(&harness, &args, b"");
+        assert_eq!(failed.code(), Some(1), "{failed}");
+        assert_no_password(&failed);
+        if extra.is_some() {
+            let run: Value = serde_json::from_str(failed.stdout().trim()).unwrap();
+            assert_eq!(run["ok"], false, "{failed}");
+            assert_eq!(run["failedStep"], 1, "{failed}");
+        } else {
+            assert!(
+                failed.stdout().starts_with("step 1 tapOn error: "),
+                "{failed}"
+            );
+        }
+    }
+
+    // A file that is not JSON, or not a plan, is refused before anything runs: exit 2.
+    let not_json = write("not-json.json", b"PASSWORD_1=hunter2");
+    let refused = plan_run(&harness, &[&not_json, "--var", "PASSWORD_1=hunter2"], b"");
+    assert_eq!(refused.code(), Some(2), "{refused}");
+    assert!(refused.stderr().contains("is not JSON"), "{refused}");
+    assert_no_password(&refused);
+    let not_plan = write("not-plan.json", br#"{"version": 1, "stepz": []}"#);
+    let refused = plan_run(&harness, &[&not_plan], b"");
+    assert_eq!(refused.code(), Some(2), "{refused}");
+    assert!(
+        refused
+            .stderr()
+            .contains("the plan is not a Paddock plan document"),
+        "{refused}"
+    );
+
+    // A malformed `--var` is a usage error naming the flag, which never quotes the argument.
+    for bad in ["bad", "hunter2", "password_1=hunter2"] {
+        let refused = plan_run(&harness, &[&plan, "--var", bad], b"");
+        assert_eq!(refused.code(), Some(2), "{refused}");
+        assert!(refused.stderr().contains("`--var`"), "{refused}");
+        assert_no_password(&refused);
+    }
 }
