@@ -3,7 +3,7 @@
 //! storage) on `127.0.0.1`, one thread per connection, no external resources. Dropping it stops
 //! the server.
 //!
-//! Pages: `/`, `/login`, `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
+//! Pages: `/`, `/login` (`?notice=1` puts a notice before the form), `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
 //! after 1500 ms), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
 //! `/storage`; anything else is a 404 page with the heading "Not found".
 
@@ -210,6 +210,14 @@ fn write_response(
 fn route(path: &str, query: &str) -> (u16, String) {
     match path {
         "/" => (200, page("Fixture", INDEX_BODY, "")),
+        "/login" if query.split('&').any(|pair| pair == "notice=1") => (
+            200,
+            page(
+                "Sign in - Fixture",
+                &format!("{LOGIN_NOTICE}\n{LOGIN_BODY}"),
+                LOGIN_SCRIPT,
+            ),
+        ),
         "/login" => (200, page("Sign in - Fixture", LOGIN_BODY, LOGIN_SCRIPT)),
         "/welcome" => (200, welcome(query)),
         "/list" => (200, list()),
@@ -432,6 +440,13 @@ const INDEX_BODY: &str = r#"<h1>Fixture app</h1>
 <li><a href="/storage">Storage</a></li>
 </ul>
 </nav>"#;
+
+/// `/login?notice=1`: elements before the form, so every ref of the page shifts.
+const LOGIN_NOTICE: &str = r#"<aside aria-label="Notice">
+<p>Scheduled maintenance tonight.</p>
+<a href="/">Read more</a>
+<button type="button">Dismiss</button>
+</aside>"#;
 
 const LOGIN_BODY: &str = r#"<h1>Sign in</h1>
 <form id="login" novalidate>

@@ -577,6 +577,40 @@ pub fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> 
 }
 
 /// True while a process with `pid` exists.
+/// Panics if any file under `dir` (recursively) contains one of `secrets`, quoting the text
+/// around the first hit; returns how many files were read.
+pub fn assert_no_file_contains(dir: &Path, secrets: &[&str]) -> usize {
+    let mut pending = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in entries.flatten().map(|entry| entry.path()) {
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            files += 1;
+            let text = String::from_utf8_lossy(&bytes);
+            for secret in secrets {
+                if let Some(at) = text.find(secret) {
+                    let start = text.floor_char_boundary(at.saturating_sub(200));
+                    panic!(
+                        "`{secret}` is in {}: …{}",
+                        path.display(),
+                        &text[start..at]
+                    );
+                }
+            }
+        }
+    }
+    files
+}
+
 pub fn process_alive(pid: u32) -> bool {
     paddock_process::is_running(pid)
 }

@@ -21,9 +21,10 @@ pub(crate) struct Before {
     pub seen: Option<Vec<Element>>,
 }
 
-/// Whether a plan replays calls of `tool`: device tools that change the device.
+/// Whether a plan replays calls of `tool`: device tools that change the device, except a
+/// replay itself (its steps are the plan's; a plan within a plan would replay them twice).
 fn replayable(tool: &ToolDef) -> bool {
-    !tool.platforms.is_empty() && !tool.hints.read_only
+    !tool.platforms.is_empty() && !tool.hints.read_only && !tool.plan_only
 }
 
 /// The element a call's target arguments name, among `elements`.
@@ -69,7 +70,6 @@ pub(crate) fn recorded(
                 && after.as_deref().unwrap_or_default().iter().any(|element| {
                     is_password(element) && element.states.iter().any(|s| s == "focused")
                 })));
-    let mut plan_arguments = replayable(tool).then(|| arguments.clone());
     // A replayed plan's variables are the passwords its recording took out: never stored.
     if tool.name == "executePlan"
         && let Some(Value::Object(variables)) = arguments.get_mut("variables")
@@ -78,6 +78,7 @@ pub(crate) fn recorded(
             .values_mut()
             .for_each(|value| *value = json!(MASK));
     }
+    let mut plan_arguments = replayable(tool).then(|| arguments.clone());
     if typed_into_password {
         arguments.insert("text".into(), json!(MASK));
         if let Some(plan) = plan_arguments.as_mut() {
@@ -177,13 +178,18 @@ mod tests {
 
     #[test]
     fn a_replayed_plans_variables_are_masked() {
-        const EXECUTE: ToolDef = ToolDef::new("executePlan", "", "", Hints::ACT);
+        const EXECUTE: ToolDef = ToolDef {
+            plan_only: true,
+            ..ToolDef::new("executePlan", "", "", Hints::ACT)
+                .on_device(&[paddock_devices::Platform::Web])
+        };
         let call = run(
             &EXECUTE,
             json!({ "plan": { "version": 1, "steps": [] }, "variables": { "PASSWORD_1": "hunter2" } }),
             Vec::new(),
         );
         assert_eq!(call.arguments["variables"]["PASSWORD_1"], MASK);
+        assert!(call.plan_arguments.is_none(), "a replay is not replayed");
         assert!(!serde_json::to_string(&call).unwrap().contains("hunter2"));
     }
 

@@ -321,3 +321,103 @@ fn paddock_plan_run_replays_a_plan_file_and_never_prints_a_variable() {
         assert_no_password(&refused);
     }
 }
+
+/// With `--tool-call-recording`, an ordinary session's calls become a plan whose targets are
+/// ids, labels and texts rather than refs: it replays on a page where an element was inserted
+/// before every target (so every ref moved), and the password it typed is a variable.
+#[test]
+fn a_recorded_session_exports_a_plan_that_survives_an_inserted_element() {
+    let app = FixtureApp::start().unwrap();
+    let harness = DaemonHarness::new(BIN).unwrap();
+    let app_arg = format!("fixture={}", app.url("/login"));
+    harness
+        .start_detached(&[
+            "--web-app",
+            app_arg.as_str(),
+            "--web-warm",
+            "2",
+            "--tool-call-recording",
+        ])
+        .unwrap();
+    let http = McpHttp::for_harness(&harness).unwrap();
+    let recorded = http.with_session("recorded-sign-in");
+    let acquired = recorded.call("getWeb", json!({ "app": "fixture" })).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    let page = recorded
+        .call("observe", json!({ "format": "json" }))
+        .unwrap();
+    let elements = page["structuredContent"]["elements"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let reference = |name: &str, role: &str| {
+        elements
+            .iter()
+            .find(|element| element["name"] == name && element["role"] == role)
+            .and_then(|element| element["ref"].as_str())
+            .unwrap_or_else(|| panic!("no {role} {name}: {elements:?}"))
+            .to_owned()
+    };
+    let (email, password, button) = (
+        reference("Email", "textbox"),
+        reference("Password", "textbox"),
+        reference("Sign in", "button"),
+    );
+    for (tool, arguments) in [
+        ("inputText", json!({ "ref": email, "text": "grace@example.com" })),
+        ("inputText", json!({ "ref": password, "text": "recorded-secret" })),
+        ("tapOn", json!({ "ref": button })),
+    ] {
+        let answer = recorded.call(tool, arguments).unwrap();
+        assert_eq!(answer["isError"], false, "{tool}: {answer}");
+    }
+
+    let exported = http
+        .call("exportPlan", json!({ "sessionUuid": "recorded-sign-in" }))
+        .unwrap();
+    assert_eq!(exported["isError"], false, "{exported}");
+    let plan = exported["structuredContent"].clone();
+    let text = plan.to_string();
+    assert!(!text.contains("recorded-secret"), "{plan}");
+    assert!(!text.contains("\"ref\""), "targets are robust, not refs: {plan}");
+    assert_eq!(plan["variables"], json!(["PASSWORD_1"]), "{plan}");
+    assert_eq!(plan["steps"].as_array().map(Vec::len), Some(3), "{plan}");
+
+    // On a fresh device, with a notice inserted before the form.
+    let replay = http.with_session("replay-with-notice");
+    let acquired = replay.call("getWeb", json!({})).unwrap();
+    assert_eq!(acquired["isError"], false, "{acquired}");
+    let opened = replay
+        .call("openLink", json!({ "url": app.url("/login?notice=1") }))
+        .unwrap();
+    assert!(opened.to_string().contains("Dismiss"), "{opened}");
+    let run = replay
+        .call(
+            "executePlan",
+            json!({ "plan": plan, "variables": { "PASSWORD_1": "another-secret" } }),
+        )
+        .unwrap();
+    assert_eq!(run["structuredContent"]["ok"], true, "{run}");
+    let page = replay
+        .call("observe", json!({ "format": "json" }))
+        .unwrap();
+    assert!(
+        page["structuredContent"]["url"]
+            .as_str()
+            .is_some_and(|url| url.contains("/welcome?user=grace%40example.com")),
+        "{page}"
+    );
+
+    // A session the daemon never recorded says so.
+    let unknown = http
+        .call("exportPlan", json!({ "sessionUuid": "never-used" }))
+        .unwrap();
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    // Neither the daemon's log nor any file of its state (the store and its journal
+    // included) holds the password that was typed or the one the replay was given.
+    let files = paddock_testkit::assert_no_file_contains(
+        &harness.paths().state_dir,
+        &["recorded-secret", "another-secret"],
+    );
+    assert!(files > 1, "the state dir holds the store and the log");
+}
