@@ -459,3 +459,71 @@ fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
     assert_eq!(summary["reason"], "device_lost", "{summary}");
     model.release();
 }
+
+#[test]
+fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end() {
+    let app = FixtureApp::start().unwrap();
+    let model = ScriptedModel::start(vec![
+        Turn::text("First errand done.").gated().when("first errand"),
+        Turn::text("Second errand done.").gated().when("second errand"),
+        Turn::text("Third errand done.").when("third errand"),
+        Turn::text("held while the daemon stops").gated().when("fourth errand"),
+    ])
+    .unwrap();
+    let mut harness = DaemonHarness::new(BIN).unwrap();
+    harness
+        .with_agent_clis()
+        .unwrap()
+        .set_env("ANTHROPIC_BASE_URL", model.base_url())
+        .set_env("ANTHROPIC_API_KEY", KEY);
+    let app_arg = format!("fixture={}", app.url("/"));
+    harness
+        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "2"])
+        .unwrap();
+    let http = McpHttp::for_harness(&harness).unwrap();
+    let first = run_task(&http, json!({ "goal": "the first errand", "app": "fixture" }));
+    let second = run_task(&http, json!({ "goal": "the second errand", "app": "fixture" }));
+    // Both agents are at the model at the same time, each task on its own device.
+    wait_scripted(&model, 2);
+    let running = http.call("listTasks", json!({ "state": "running" })).unwrap();
+    assert_eq!(
+        running["structuredContent"]["tasks"].as_array().map(Vec::len),
+        Some(2),
+        "{running}"
+    );
+    model.release();
+    model.release();
+    let (one, two) = (wait_ended(&http, &first), wait_ended(&http, &second));
+    assert_eq!(one["result"], "First errand done.", "{one}");
+    assert_eq!(two["result"], "Second errand done.", "{two}");
+    assert_ne!(one["deviceId"], two["deviceId"], "each task has its own device");
+    let listed = http.call("listTasks", json!({ "state": "completed" })).unwrap();
+    assert_eq!(
+        listed["structuredContent"]["tasks"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+
+    // The CLI starts a task and follows it to its end.
+    let followed = harness
+        .run(["task", "run", "the third errand", "--follow"])
+        .unwrap();
+    assert_eq!(followed.code(), Some(0), "{followed}");
+    assert!(followed.stdout().contains("Third errand done."), "{followed}");
+
+    // A daemon that stops ends its running tasks, and they say so after the restart.
+    let held = run_task(&http, json!({ "goal": "the fourth errand" }));
+    wait_scripted(&model, 4);
+    harness.run(["daemon", "stop"]).unwrap().success().unwrap();
+    model.release();
+    harness
+        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
+        .unwrap();
+    let http = McpHttp::for_harness(&harness).unwrap();
+    let after = http.call("getTask", json!({ "taskId": held })).unwrap();
+    let summary = &after["structuredContent"]["summary"];
+    assert_eq!(summary["state"], "failed", "{after}");
+    assert_eq!(summary["reason"], "daemon_shutdown", "{after}");
+    let shown = harness.run(["task", "show", &held]).unwrap();
+    assert!(shown.stdout().contains("daemon_shutdown"), "{shown}");
+}
