@@ -524,3 +524,42 @@ fn error_response(id: Option<u64>, error: ControlError) -> ControlResponse {
         event: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect() -> ControlCall {
+        ControlCall::McpConnect(McpConnectParams {
+            session_id: "anything".to_owned(),
+            reconnectable: false,
+        })
+    }
+
+    fn session(task: Option<&str>) -> Role {
+        Role::Session {
+            id: "agt-1".to_owned(),
+            bot: "default".to_owned(),
+            task: task.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn only_a_tasks_agent_may_open_mcp_with_its_voucher() {
+        assert!(permitted(Some(&session(Some("tsk-1"))), &connect()).is_ok());
+        let refused = permitted(Some(&session(None)), &connect()).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Forbidden);
+        assert!(permitted(Some(&Role::Owner), &connect()).is_ok());
+        assert_eq!(
+            permitted(None, &connect()).unwrap_err().code,
+            ErrorCode::Unauthenticated
+        );
+        // A task's agent gets nothing else of the owner's.
+        assert_eq!(
+            permitted(Some(&session(Some("tsk-1"))), &ControlCall::DevicesList)
+                .unwrap_err()
+                .code,
+            ErrorCode::Forbidden
+        );
+    }
+}

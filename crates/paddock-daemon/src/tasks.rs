@@ -1190,3 +1190,88 @@ fn kind_name(kind: MediaKind) -> &'static str {
         MediaKind::UiState => "screen state",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(id: &str, state: TaskState) -> TaskSummary {
+        TaskSummary {
+            task_id: id.to_owned(),
+            goal: "a goal".to_owned(),
+            state,
+            reason: None,
+            backend: "claude".to_owned(),
+            device_id: None,
+            steps: 0,
+            max_steps: 50,
+            last_message: None,
+            result: Some("done".to_owned()).filter(|_| state == TaskState::Completed),
+            created_at_unix_ms: 1,
+            ended_at_unix_ms: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn tasks_a_previous_daemon_left_unfinished_fail_as_daemon_restarted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("paddock.db")).unwrap());
+        put(&store, &summary("tsk-old-1", TaskState::Running)).unwrap();
+        put(&store, &summary("tsk-old-2", TaskState::Queued)).unwrap();
+        put(&store, &summary("tsk-old-3", TaskState::Completed)).unwrap();
+        let broker = paddock_credentials::CredentialBroker::start(
+            paddock_credentials::CredentialBrokerConfig::default(),
+        )
+        .await
+        .unwrap();
+        let agents = AgentsHost::new(
+            broker,
+            dir.path(),
+            None,
+            paddock_client::ClientEnv::from_process(),
+            None,
+            &paddock_client::config::AgentsConfig::default(),
+        )
+        .unwrap();
+        let pool = Pool::new(
+            paddock_devices::PoolConfig::default(),
+            store.clone(),
+            "test".to_owned(),
+        );
+        let host = TaskHost::new(
+            store,
+            pool,
+            agents,
+            "uid:0".to_owned(),
+            dir.path(),
+            TaskOptions::default(),
+        )
+        .unwrap();
+        for id in ["tsk-old-1", "tsk-old-2"] {
+            let ended = host.summary(id).await.unwrap();
+            assert_eq!(ended.state, TaskState::Failed, "{id}");
+            assert_eq!(ended.reason.as_deref(), Some("daemon_restarted"), "{id}");
+            assert!(ended.ended_at_unix_ms.is_some());
+        }
+        let done = host.summary("tsk-old-3").await.unwrap();
+        assert_eq!(done.state, TaskState::Completed);
+        assert_eq!(done.result.as_deref(), Some("done"));
+        assert_eq!(
+            host.summary("tsk-none").await.unwrap_err().code,
+            ToolErrorCode::NotFound
+        );
+    }
+
+    #[test]
+    fn pii_filters_reach_every_string_of_the_arguments() {
+        let mut arguments = serde_json::json!({
+            "text": "mail ada@example.com",
+            "nested": { "list": ["call +1 415 555 0100", 3] },
+        });
+        filter_value(&mut arguments);
+        let text = arguments.to_string();
+        assert!(!text.contains("ada@example.com"), "{text}");
+        assert!(!text.contains("555 0100"), "{text}");
+        assert_eq!(arguments["nested"]["list"][1], 3);
+    }
+}
