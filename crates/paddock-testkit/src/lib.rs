@@ -577,9 +577,9 @@ pub fn wait_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> 
 }
 
 /// True while a process with `pid` exists.
-/// Panics if any file under `dir` (recursively) contains one of `secrets`, quoting the text
-/// around the first hit; returns how many files were read.
-pub fn assert_no_file_contains(dir: &Path, secrets: &[&str]) -> usize {
+/// Fails if any file under `dir` (recursively) contains one of `secrets`, quoting the text
+/// before the first hit; otherwise, how many files were read.
+pub fn no_file_contains(dir: &Path, secrets: &[&str]) -> anyhow::Result<usize> {
     let mut pending = vec![dir.to_path_buf()];
     let mut files = 0;
     while let Some(dir) = pending.pop() {
@@ -598,17 +598,16 @@ pub fn assert_no_file_contains(dir: &Path, secrets: &[&str]) -> usize {
             let text = String::from_utf8_lossy(&bytes);
             for secret in secrets {
                 if let Some(at) = text.find(secret) {
-                    let start = text.floor_char_boundary(at.saturating_sub(200));
-                    panic!(
-                        "`{secret}` is in {}: …{}",
-                        path.display(),
-                        &text[start..at]
-                    );
+                    let mut start = at.saturating_sub(200);
+                    while !text.is_char_boundary(start) {
+                        start -= 1;
+                    }
+                    anyhow::bail!("`{secret}` is in {}: …{}", path.display(), &text[start..at]);
                 }
             }
         }
     }
-    files
+    Ok(files)
 }
 
 pub fn process_alive(pid: u32) -> bool {

@@ -137,8 +137,8 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
     assert_eq!(calls[1]["tool"], "observe");
     assert_eq!(calls[1]["ok"], false);
     assert!(outcome(1).starts_with("[forbidden]"), "{}", outcome(1));
-    for index in 2..6 {
-        assert_eq!(calls[index]["ok"], true, "{:#?}", calls[index]);
+    for call in &calls[2..] {
+        assert_eq!(call["ok"], true, "{call:#?}");
     }
     let everything = serde_json::to_string(&steps).unwrap();
     assert!(
@@ -172,6 +172,14 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
         task_device(&harness, &task).is_none(),
         "the task's device is released"
     );
+    // Nothing the daemon keeps — its log, the store, the agent's launch directory — holds
+    // the password, the real key or the daemon's token.
+    let files = paddock_testkit::no_file_contains(
+        &harness.paths().state_dir,
+        &[PASSWORD, KEY, token.as_str()],
+    )
+    .unwrap();
+    assert!(files > 1, "the state dir holds the store and the log");
 
     let shot = http
         .call(
@@ -464,10 +472,16 @@ fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
 fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end() {
     let app = FixtureApp::start().unwrap();
     let model = ScriptedModel::start(vec![
-        Turn::text("First errand done.").gated().when("first errand"),
-        Turn::text("Second errand done.").gated().when("second errand"),
+        Turn::text("First errand done.")
+            .gated()
+            .when("first errand"),
+        Turn::text("Second errand done.")
+            .gated()
+            .when("second errand"),
         Turn::text("Third errand done.").when("third errand"),
-        Turn::text("held while the daemon stops").gated().when("fourth errand"),
+        Turn::text("held while the daemon stops")
+            .gated()
+            .when("fourth errand"),
     ])
     .unwrap();
     let mut harness = DaemonHarness::new(BIN).unwrap();
@@ -481,13 +495,23 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
         .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "2"])
         .unwrap();
     let http = McpHttp::for_harness(&harness).unwrap();
-    let first = run_task(&http, json!({ "goal": "the first errand", "app": "fixture" }));
-    let second = run_task(&http, json!({ "goal": "the second errand", "app": "fixture" }));
+    let first = run_task(
+        &http,
+        json!({ "goal": "the first errand", "app": "fixture" }),
+    );
+    let second = run_task(
+        &http,
+        json!({ "goal": "the second errand", "app": "fixture" }),
+    );
     // Both agents are at the model at the same time, each task on its own device.
     wait_scripted(&model, 2);
-    let running = http.call("listTasks", json!({ "state": "running" })).unwrap();
+    let running = http
+        .call("listTasks", json!({ "state": "running" }))
+        .unwrap();
     assert_eq!(
-        running["structuredContent"]["tasks"].as_array().map(Vec::len),
+        running["structuredContent"]["tasks"]
+            .as_array()
+            .map(Vec::len),
         Some(2),
         "{running}"
     );
@@ -496,10 +520,17 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
     let (one, two) = (wait_ended(&http, &first), wait_ended(&http, &second));
     assert_eq!(one["result"], "First errand done.", "{one}");
     assert_eq!(two["result"], "Second errand done.", "{two}");
-    assert_ne!(one["deviceId"], two["deviceId"], "each task has its own device");
-    let listed = http.call("listTasks", json!({ "state": "completed" })).unwrap();
+    assert_ne!(
+        one["deviceId"], two["deviceId"],
+        "each task has its own device"
+    );
+    let listed = http
+        .call("listTasks", json!({ "state": "completed" }))
+        .unwrap();
     assert_eq!(
-        listed["structuredContent"]["tasks"].as_array().map(Vec::len),
+        listed["structuredContent"]["tasks"]
+            .as_array()
+            .map(Vec::len),
         Some(2),
         "{listed}"
     );
@@ -509,7 +540,10 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
         .run(["task", "run", "the third errand", "--follow"])
         .unwrap();
     assert_eq!(followed.code(), Some(0), "{followed}");
-    assert!(followed.stdout().contains("Third errand done."), "{followed}");
+    assert!(
+        followed.stdout().contains("Third errand done."),
+        "{followed}"
+    );
 
     // A daemon that stops ends its running tasks, and they say so after the restart.
     let held = run_task(&http, json!({ "goal": "the fourth errand" }));
