@@ -53,6 +53,8 @@ pub struct McpOptions {
     pub session_grace: Duration,
     /// `--tool-call-recording`: every session records its tool calls, for `exportPlan`.
     pub tool_call_recording: bool,
+    /// A task keeps a screenshot with every this many tool calls (0: only at its end).
+    pub task_screenshot_every: u64,
 }
 
 impl Default for McpOptions {
@@ -63,6 +65,7 @@ impl Default for McpOptions {
             debug: false,
             session_grace: Duration::from_secs(60),
             tool_call_recording: false,
+            task_screenshot_every: crate::tasks::TaskOptions::default().screenshot_every,
         }
     }
 }
@@ -239,6 +242,7 @@ pub async fn run(
         &paths.state_dir,
         crate::tasks::TaskOptions {
             record_sessions: config.mcp.tool_call_recording,
+            screenshot_every: config.mcp.task_screenshot_every,
             ..crate::tasks::TaskOptions::default()
         },
     )

@@ -99,6 +99,10 @@ pub struct StartArgs {
     /// into a replayable plan (a task's calls are always recorded).
     #[arg(long, env = "PADDOCK_TOOL_CALL_RECORDING")]
     tool_call_recording: bool,
+    /// A task keeps a downscaled screenshot with every this many tool calls that act on its
+    /// device, and one at its end; 0 keeps only the last.
+    #[arg(long, env = "PADDOCK_TASK_SCREENSHOT_EVERY", default_value_t = 5)]
+    task_screenshot_every: u64,
     /// Leave the apps a session launched running when its Android device is released
     /// (by default they are force-stopped).
     #[arg(long, env = "PADDOCK_ANDROID_KEEP_APPS")]
@@ -169,6 +173,7 @@ impl Default for StartArgs {
             android_adb: AndroidAdb::Connect,
             android_keep_apps: false,
             tool_call_recording: false,
+            task_screenshot_every: 5,
         }
     }
 }
@@ -227,6 +232,7 @@ async fn run_foreground(env: ClientEnv, args: &StartArgs) -> anyhow::Result<Exit
         debug: args.debug,
         session_grace: Duration::from_secs(args.session_grace_secs),
         tool_call_recording: args.tool_call_recording,
+        task_screenshot_every: args.task_screenshot_every,
     };
     let mut apps = args.web_app.clone();
     if let Some(list) = env.var("PADDOCK_WEB_APPS").and_then(|value| value.to_str()) {
@@ -403,6 +409,10 @@ pub fn detached_launch(
     if args.tool_call_recording {
         child_args.push("--tool-call-recording".into());
     }
+    child_args.extend([
+        "--task-screenshot-every".into(),
+        args.task_screenshot_every.to_string().into(),
+    ]);
     for app in &args.web_app {
         child_args.extend(["--web-app".into(), format!("{}={}", app.id, app.url).into()]);
     }

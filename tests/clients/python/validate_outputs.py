@@ -67,6 +67,20 @@ async def exercise(session: ClientSession) -> dict:
         ("getAndroid", {}),
         ("getApple", {}),
     ]
+    # A task: queued at once; stopped (whatever its agent got to) before it is read back.
+    started = await session.call_tool("runTask", {"goal": "validate the schemas", "maxSteps": 1})
+    report["results"]["runTask"] = check(schemas["runTask"], started)
+    task_id = (started.structured_content or {}).get("taskId", "")
+    calls += [
+        ("stopTask", {"taskId": task_id}),
+        ("getTask", {"taskId": task_id}),
+        ("getTask", {"taskId": task_id, "view": "status"}),
+        ("getTask", {"taskId": task_id, "view": "trajectory", "limit": 10}),
+        ("listTasks", {}),
+        ("exportPlan", {"taskId": task_id}),
+        # The task has ended: a typed tool error, not a result.
+        ("sendTaskMessage", {"taskId": task_id, "text": "too late"}),
+    ]
     for name, arguments in calls:
         result = await session.call_tool(name, arguments)
         key = name if name not in report["results"] else f"{name}#{len(report['results'])}"
