@@ -64,6 +64,9 @@ pub struct Policy {
     refusal: Option<String>,
 }
 
+/// Device tools a task's agent never gets: they reach beyond the device's screen.
+const TASK_EXCLUDED: [&str; 2] = ["installApp", "sqlQuery"];
+
 impl Policy {
     /// A policy that allows nothing.
     pub fn empty() -> Self {
@@ -88,7 +91,9 @@ impl Policy {
     }
 
     /// The policy of a task's agent: the tools that act on or read the task's device, and
-    /// nothing else — no acquisition, provisioning, discovery writes, tasks or plans.
+    /// nothing else — no acquisition, provisioning, discovery writes, tasks or plans — and not
+    /// the two device tools that reach beyond the screen: `installApp` (reads an APK from the
+    /// daemon's machine) and `sqlQuery` (an app's private database).
     pub fn task(catalog: &[CatalogTool]) -> Self {
         Self {
             name: "task".to_owned(),
@@ -96,6 +101,7 @@ impl Policy {
                 .iter()
                 .map(|tool| &tool.def)
                 .filter(|tool| !tool.platforms.is_empty() && !tool.plan_only && !tool.commerce)
+                .filter(|tool| !TASK_EXCLUDED.contains(&tool.name))
                 .map(|tool| tool.name.to_owned())
                 .collect(),
             operations: BTreeMap::new(),
@@ -275,6 +281,8 @@ mod tests {
             "stopTask",
             "executePlan",
             "exportPlan",
+            "installApp",
+            "sqlQuery",
         ] {
             assert!(!task.allows_tool(refused), "{refused}");
         }
