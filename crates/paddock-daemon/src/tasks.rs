@@ -926,7 +926,7 @@ impl CallRecorder for TaskRecorder {
         let mut step = tool_step(seq, &call);
         let every = self.host.inner.options.screenshot_every;
         let count = run.tool_calls.load(Ordering::SeqCst);
-        let shoot = call.ui_state.is_some() && every > 0 && count % every == 0;
+        let shoot = call.ui_state.is_some() && every > 0 && count.is_multiple_of(every);
         step.screenshot = shoot;
         self.host
             .append(&run.owner(), seq, step, Some(stored_call(call)));
