@@ -5,6 +5,7 @@
 //! values that ordinary clients never produce. [`tls::TestCa`] makes a certificate authority at
 //! test time for servers that speak TLS (the scripted model server can). [`android`] is a fake
 //! Android 11 phone that the real adb server connects to, with a private adb server per test.
+//! [`tasks`] reads a daemon-hosted task from outside: its ending, trajectory and device.
 
 pub mod android;
 pub mod fixture;
@@ -13,6 +14,7 @@ pub mod mcp;
 pub mod model;
 pub mod other_user;
 pub mod procfs;
+pub mod tasks;
 pub mod tls;
 
 use std::ffi::OsString;

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use paddock_testkit::fixture::FixtureApp;
 use paddock_testkit::model::{ScriptedModel, Turn};
+use paddock_testkit::tasks::{
+    SIGNED_IN, check_sign_in_trajectory, paddock_tool, sign_in_turns, task_device, trajectory,
+    wait_ended,
+};
 use paddock_testkit::{DaemonHarness, McpHttp, McpStdio};
 use serde_json::{Value, json};
 
@@ -17,14 +21,6 @@ const KEY: &str = "sk-ant-task-test-key";
 const PASSWORD: &str = "hunter2-task-secret";
 /// A hang deadline, not a speed expectation.
 const DEADLINE: Duration = Duration::from_secs(120);
-
-fn tool(n: usize, name: &str, input: Value) -> Turn {
-    Turn::tool(
-        &format!("toolu_{n}"),
-        &format!("mcp__paddock__{name}"),
-        input,
-    )
-}
 
 fn start(harness: &mut DaemonHarness, model: &ScriptedModel, app: &FixtureApp) {
     harness
@@ -38,60 +34,10 @@ fn start(harness: &mut DaemonHarness, model: &ScriptedModel, app: &FixtureApp) {
         .unwrap();
 }
 
-/// Polls `getTask` until the task has ended; its summary.
-fn wait_ended(http: &McpHttp, task: &str) -> Value {
-    paddock_testkit::wait_until(DEADLINE, || {
-        let answer = http.call("getTask", json!({ "taskId": task })).ok()?;
-        let summary = answer["structuredContent"]["summary"].clone();
-        matches!(
-            summary["state"].as_str(),
-            Some("completed" | "failed" | "stopped")
-        )
-        .then_some(summary)
-    })
-    .unwrap_or_else(|error| panic!("task {task} did not end: {error}"))
-}
-
-fn trajectory(http: &McpHttp, task: &str) -> Vec<Value> {
-    let mut steps = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut arguments = json!({ "taskId": task, "view": "trajectory", "limit": 4 });
-        if let Some(cursor) = &cursor {
-            arguments["cursor"] = json!(cursor);
-        }
-        let page = http.call("getTask", arguments).unwrap();
-        let page = &page["structuredContent"];
-        steps.extend(page["steps"].as_array().cloned().unwrap_or_default());
-        match page["nextCursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return steps,
-        }
-    }
-}
-
 #[test]
 fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
     let app = FixtureApp::start().unwrap();
-    let model = ScriptedModel::start(vec![
-        tool(1, "observe", json!({})),
-        // Another session's device is refused, recorded, and the task goes on.
-        tool(2, "observe", json!({ "__mcpSessionId": "someone-else" })),
-        tool(3, "tapOn", json!({ "text": "Sign in" })),
-        tool(
-            4,
-            "inputText",
-            json!({ "label": "Email", "text": "ada@example.com" }),
-        ),
-        tool(
-            5,
-            "inputText",
-            json!({ "label": "Password", "text": PASSWORD }),
-        ),
-        tool(6, "tapOn", json!({ "text": "Sign in" })),
-        Turn::text("Signed in: the welcome page greets ada."),
-    ])
-    .unwrap();
+    let model = ScriptedModel::start(sign_in_turns(PASSWORD)).unwrap();
     let mut harness = DaemonHarness::new(BIN).unwrap();
     start(&mut harness, &model, &app);
     let http = McpHttp::for_harness(&harness).unwrap();
@@ -113,12 +59,9 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
         .to_owned();
     assert_eq!(started["structuredContent"]["state"], "queued", "{started}");
 
-    let summary = wait_ended(&http, &task);
+    let summary = wait_ended(&http, &task, DEADLINE).unwrap();
     assert_eq!(summary["state"], "completed", "{summary}");
-    assert_eq!(
-        summary["result"], "Signed in: the welcome page greets ada.",
-        "{summary}"
-    );
+    assert_eq!(summary["result"], SIGNED_IN, "{summary}");
     assert_eq!(summary["steps"], 6, "six tool calls: {summary}");
     let status = http
         .call("getTask", json!({ "taskId": task, "view": "status" }))
@@ -130,35 +73,8 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
         "{status}"
     );
 
-    let steps = trajectory(&http, &task);
-    let calls: Vec<&Value> = steps.iter().filter(|step| step["kind"] == "tool").collect();
-    assert_eq!(calls.len(), 6, "{steps:#?}");
-    let outcome = |index: usize| calls[index]["outcome"].as_str().unwrap_or_default();
-    assert_eq!(calls[1]["tool"], "observe");
-    assert_eq!(calls[1]["ok"], false);
-    assert!(outcome(1).starts_with("[forbidden]"), "{}", outcome(1));
-    for call in &calls[2..] {
-        assert_eq!(call["ok"], true, "{call:#?}");
-    }
-    let everything = serde_json::to_string(&steps).unwrap();
-    assert!(
-        !everything.contains(PASSWORD),
-        "the password is never stored"
-    );
-    assert!(
-        !everything.contains("ada@example.com"),
-        "other arguments pass the PII default filters: {everything}"
-    );
-    assert!(
-        steps
-            .iter()
-            .any(|step| step["kind"] == "message" && step["text"].as_str().is_some()),
-        "{steps:#?}"
-    );
-    assert!(
-        steps.last().is_some_and(|step| step["kind"] == "end"),
-        "{steps:#?}"
-    );
+    let steps = trajectory(&http, &task).unwrap();
+    check_sign_in_trajectory(&steps, PASSWORD).unwrap();
 
     // The agent's connection was the task's own: the model never saw the owner's token, and
     // the device went back to the pool when the task ended.
@@ -169,7 +85,7 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
         assert!(!body.contains(KEY));
     }
     assert!(
-        task_device(&harness, &task).is_none(),
+        task_device(&harness, &task).unwrap().is_none(),
         "the task's device is released"
     );
     // Nothing the daemon keeps — its log, the store, the agent's launch directory — holds
@@ -246,22 +162,6 @@ fn run_task(http: &McpHttp, arguments: Value) -> String {
         .to_owned()
 }
 
-/// The device bound to the task's session, from `paddock devices --json`: its entry.
-fn task_device(harness: &DaemonHarness, task: &str) -> Option<Value> {
-    let listed = harness
-        .run(["devices", "--json"])
-        .unwrap()
-        .success()
-        .unwrap();
-    let listing: Value = serde_json::from_str(listed.stdout().trim()).unwrap();
-    let session = format!("task-{task}");
-    listing["devices"]
-        .as_array()?
-        .iter()
-        .find(|device| device["session"] == session.as_str())
-        .cloned()
-}
-
 /// The hosted agent sessions, from `paddock agent list --json`.
 fn agent_sessions(harness: &DaemonHarness) -> Vec<Value> {
     let listed = harness
@@ -277,26 +177,29 @@ fn agent_sessions(harness: &DaemonHarness) -> Vec<Value> {
 fn a_task_over_its_max_steps_fails_with_that_reason_and_returns_its_device() {
     let app = FixtureApp::start().unwrap();
     let model = ScriptedModel::start(vec![
-        tool(1, "observe", json!({})),
-        tool(2, "observe", json!({})),
-        tool(3, "observe", json!({})),
+        paddock_tool(1, "observe", json!({})),
+        paddock_tool(2, "observe", json!({})),
+        paddock_tool(3, "observe", json!({})),
         Turn::text("never reached"),
     ])
     .unwrap();
     let (harness, http) = daemon(&model, &app);
     let task = run_task(&http, json!({ "goal": "look around", "maxSteps": 2 }));
-    let summary = wait_ended(&http, &task);
+    let summary = wait_ended(&http, &task, DEADLINE).unwrap();
     assert_eq!(summary["state"], "failed", "{summary}");
     assert_eq!(summary["reason"], "max_steps", "{summary}");
     assert_eq!(summary["steps"], 2, "{summary}");
-    assert!(task_device(&harness, &task).is_none(), "the device is back");
+    assert!(
+        task_device(&harness, &task).unwrap().is_none(),
+        "the device is back"
+    );
 }
 
 #[test]
 fn a_stopped_task_ends_its_agent_and_a_timed_out_one_fails() {
     let app = FixtureApp::start().unwrap();
     let model = ScriptedModel::start(vec![
-        tool(1, "observe", json!({})).when("stop me"),
+        paddock_tool(1, "observe", json!({})).when("stop me"),
         Turn::text("held until the test lets go").gated(),
     ])
     .unwrap();
@@ -391,7 +294,10 @@ fn a_stopped_task_ends_its_agent_and_a_timed_out_one_fails() {
     let summary = &stopped["structuredContent"];
     assert_eq!(summary["state"], "stopped", "{stopped}");
     assert_eq!(summary["reason"], "stopped by the owner", "{stopped}");
-    assert!(task_device(&harness, &task).is_none(), "the device is back");
+    assert!(
+        task_device(&harness, &task).unwrap().is_none(),
+        "the device is back"
+    );
     model.release();
     for process in processes {
         paddock_testkit::wait_until(DEADLINE, || {
@@ -415,7 +321,7 @@ fn a_stopped_task_ends_its_agent_and_a_timed_out_one_fails() {
 
     model.push(Turn::text("too late").gated().when("wait forever"));
     let slow = run_task(&http, json!({ "goal": "wait forever", "timeoutSecs": 5 }));
-    let summary = wait_ended(&http, &slow);
+    let summary = wait_ended(&http, &slow, DEADLINE).unwrap();
     assert_eq!(summary["state"], "failed", "{summary}");
     assert_eq!(summary["reason"], "timeout", "{summary}");
     model.release();
@@ -444,7 +350,7 @@ fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
         .unwrap_or_default();
     assert!(matches!(receipt, "accepted" | "queued"), "{sent}");
     model.release();
-    let summary = wait_ended(&http, &task);
+    let summary = wait_ended(&http, &task, DEADLINE).unwrap();
     assert_eq!(summary["state"], "completed", "{summary}");
     assert_eq!(
         summary["result"], "Second part done, as asked.",
@@ -454,7 +360,8 @@ fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
     // The device dies under a running task: it fails as `device_lost`.
     model.push(Turn::text("never finishes").gated().when("doomed device"));
     let doomed = run_task(&http, json!({ "goal": "doomed device" }));
-    let device = paddock_testkit::wait_until(DEADLINE, || task_device(&harness, &doomed)).unwrap();
+    let device =
+        paddock_testkit::wait_until(DEADLINE, || task_device(&harness, &doomed).unwrap()).unwrap();
     wait_scripted(&model, 3);
     let pid = device["pid"].as_u64().expect("a browser pid");
     rustix::process::kill_process(
@@ -462,7 +369,7 @@ fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
         rustix::process::Signal::KILL,
     )
     .unwrap();
-    let summary = wait_ended(&http, &doomed);
+    let summary = wait_ended(&http, &doomed, DEADLINE).unwrap();
     assert_eq!(summary["state"], "failed", "{summary}");
     assert_eq!(summary["reason"], "device_lost", "{summary}");
     model.release();
@@ -517,7 +424,10 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
     );
     model.release();
     model.release();
-    let (one, two) = (wait_ended(&http, &first), wait_ended(&http, &second));
+    let (one, two) = (
+        wait_ended(&http, &first, DEADLINE).unwrap(),
+        wait_ended(&http, &second, DEADLINE).unwrap(),
+    );
     assert_eq!(one["result"], "First errand done.", "{one}");
     assert_eq!(two["result"], "Second errand done.", "{two}");
     assert_ne!(

@@ -17,6 +17,9 @@
 //! telemetry export and the features that fetch from OpenAI's services.
 //!
 //! MCP servers are `[mcp_servers.<name>]` tables in that home (`command`, `args`, `env`).
+//! Codex offers a server's tools to the model as one Responses API `namespace` tool,
+//! `mcp__<name>`, of plain functions (`observe`), and a call names both (`"namespace":
+//! "mcp__paddock", "name": "observe"`); the app server reports it as an `mcpToolCall` item.
 //! Codex starts an MCP server with only a short allowlist of its own environment, so the
 //! server's `env` must carry what it needs. [`ToolAccess::McpOnly`], checked against `codex`
 //! 0.171.0 by the tools it offers the model:
@@ -25,9 +28,13 @@
 //!   gets no `exec_command`/`write_stdin` (the shell, through which this version also applies
 //!   patches), no `view_image` (a file reader) and no goal tools; web search is off in every
 //!   launch;
-//! - every server gets `default_tools_approval_mode = "approve"`: otherwise Codex asks before
-//!   an MCP call with an `mcpServer/elicitation/request`, which this client refuses like any
-//!   request it does not serve, and the call fails;
+//! - every server gets `default_tools_approval_mode = "approve"`, so Codex never asks before
+//!   one of its calls. Codex's default (`auto`) asks — a request this client refuses like any
+//!   it does not serve, which fails the call — before a call of a tool annotated destructive
+//!   (in some versions also open-world or unannotated ones). Paddock's device tools are
+//!   annotated neither, so 0.171.0 runs them unattended with or without the key
+//!   (`crates/paddock/tests/tasks_codex.rs` signs in through them); the key keeps other
+//!   servers' tools, and a stricter rule in a later Codex, from asking;
 //! - the thread runs with sandbox `read-only` and approval policy `never` whatever the mode,
 //!   so anything that still tried to write (an `apply_patch` tool a model's metadata may
 //!   bring) is refused instead of asking.

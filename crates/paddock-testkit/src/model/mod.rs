@@ -574,7 +574,14 @@ fn answer_request(
     };
     match api {
         Api::Anthropic => anthropic::answer(stream, &turn, &pace, streaming, index),
-        Api::Responses => responses::answer(stream, &turn, &pace, streaming, index),
+        Api::Responses => responses::answer(
+            stream,
+            &turn,
+            &pace,
+            streaming,
+            index,
+            body.get("tools").unwrap_or(&Value::Null),
+        ),
         Api::Chat => chat::answer(stream, &turn, &pace, streaming, index),
     }
 }

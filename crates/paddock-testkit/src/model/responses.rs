@@ -8,6 +8,13 @@
 //! `response.output_item.done` with the whole item, and last `response.completed` carrying the
 //! finished response with its usage. Codex acts on `output_item.done` (the whole item) and on
 //! `response.completed`; a stream that ends without it counts as a dropped connection.
+//!
+//! A client may offer tools grouped in a `namespace` tool (Codex puts each MCP server's tools
+//! in one, `mcp__<server>`, holding plain `<tool>` functions); a model then calls one with the
+//! short `name` and the `namespace` beside it. A scripted call names the tool the way the
+//! client qualifies it elsewhere (`mcp__paddock__observe`, as Claude Code names the same tool),
+//! and when the request offers a namespace whose `<namespace>__<tool>` is that name, the call
+//! goes out in the namespaced shape — so one script drives either client.
 
 use std::io::Write;
 
@@ -25,6 +32,7 @@ pub(super) fn answer(
     pace: &Pace<'_>,
     streaming: bool,
     index: usize,
+    offered: &Value,
 ) -> anyhow::Result<()> {
     let (parts, cut_after) = match &turn.reply {
         Reply::Status(code) => {
@@ -40,7 +48,7 @@ pub(super) fn answer(
     let items: Vec<Value> = parts
         .iter()
         .enumerate()
-        .map(|(position, part)| finished_item(part, index, position))
+        .map(|(position, part)| finished_item(part, index, position, offered))
         .collect();
     if !streaming {
         return respond_json(stream, 200, &response(&response_id, "completed", &items));
@@ -108,13 +116,13 @@ pub(super) fn answer(
                     ),
                 )?;
             }
-            Part::ToolUse { id, name, .. } => {
+            Part::ToolUse { .. } => {
+                let mut added = item.clone();
+                added["status"] = json!("in_progress");
+                added["arguments"] = json!("");
                 events.send(
                     "response.output_item.added",
-                    json!({ "output_index": output_index, "item": {
-                        "id": item_id, "type": "function_call", "status": "in_progress",
-                        "call_id": id, "name": name, "arguments": ""
-                    } }),
+                    json!({ "output_index": output_index, "item": added }),
                 )?;
                 let place = json!({ "item_id": item_id, "output_index": output_index });
                 events.send(
@@ -167,8 +175,8 @@ fn merged(base: &Value, extra: Value) -> Value {
     Value::Object(object)
 }
 
-/// The output item a part becomes once finished.
-fn finished_item(part: &Part, turn: usize, position: usize) -> Value {
+/// The output item a part becomes once finished; `offered` is the request's `tools`.
+fn finished_item(part: &Part, turn: usize, position: usize, offered: &Value) -> Value {
     match part {
         Part::Text(chunks) => json!({
             "id": format!("msg_scripted_{turn}_{position}"),
@@ -178,15 +186,40 @@ fn finished_item(part: &Part, turn: usize, position: usize) -> Value {
             "content": [{ "type": "output_text", "text": chunks.concat(), "annotations": [] }]
         }),
         // The Responses API carries a call's arguments as a JSON string.
-        Part::ToolUse { id, name, input } => json!({
-            "id": format!("fc_scripted_{turn}_{position}"),
-            "type": "function_call",
-            "status": "completed",
-            "call_id": id,
-            "name": name,
-            "arguments": input.to_string()
-        }),
+        Part::ToolUse { id, name, input } => {
+            let mut item = json!({
+                "id": format!("fc_scripted_{turn}_{position}"),
+                "type": "function_call",
+                "status": "completed",
+                "call_id": id,
+                "name": name,
+                "arguments": input.to_string()
+            });
+            if let Some((namespace, short)) = namespaced(name, offered) {
+                item["namespace"] = json!(namespace);
+                item["name"] = json!(short);
+            }
+            item
+        }
     }
+}
+
+/// `(namespace, tool)` when `offered` holds a `namespace` tool whose name, `__` and one of its
+/// functions' names make up `name`.
+fn namespaced<'a>(name: &str, offered: &'a Value) -> Option<(&'a str, &'a str)> {
+    offered
+        .as_array()?
+        .iter()
+        .filter(|tool| tool["type"] == "namespace")
+        .find_map(|namespace| {
+            let prefix = namespace["name"].as_str()?;
+            let short = name.strip_prefix(prefix)?.strip_prefix("__")?;
+            namespace["tools"]
+                .as_array()?
+                .iter()
+                .find_map(|tool| tool["name"].as_str().filter(|offered| *offered == short))
+                .map(|short| (prefix, short))
+        })
 }
 
 fn response(id: &str, status: &str, output: &[Value]) -> Value {
@@ -339,6 +372,39 @@ mod tests {
         assert_eq!(item["name"], "shell");
         let arguments: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
         assert_eq!(arguments, input);
+        assert!(item.get("namespace").is_none(), "{item}");
+    }
+
+    #[test]
+    fn a_qualified_call_of_a_namespaced_tool_names_its_namespace() {
+        let model = ScriptedModel::start(vec![
+            Turn::tool("call_1", "mcp__paddock__observe", json!({})),
+            Turn::tool("call_2", "mcp__paddock__missing", json!({})),
+        ])
+        .unwrap();
+        let mut body = with_tools(true);
+        body["tools"] = json!([
+            { "type": "function", "name": "shell", "parameters": {} },
+            { "type": "namespace", "name": "mcp__paddock", "description": "d", "tools": [
+                { "type": "function", "name": "observe", "parameters": {} },
+            ] },
+        ]);
+        let first = events(&post(&model, &body));
+        let added = &first[2].1["item"];
+        let done = &first[5].1["item"];
+        for item in [added, done] {
+            assert_eq!(item["type"], "function_call");
+            assert_eq!(item["namespace"], "mcp__paddock", "{item}");
+            assert_eq!(item["name"], "observe", "{item}");
+            assert_eq!(item["call_id"], "call_1", "{item}");
+        }
+        assert_eq!(added["status"], "in_progress");
+        assert_eq!(added["arguments"], "");
+        assert_eq!(done["arguments"], "{}");
+        // A name the namespace does not hold goes out as scripted.
+        let done = &events(&post(&model, &body))[5].1["item"];
+        assert_eq!(done["name"], "mcp__paddock__missing", "{done}");
+        assert!(done.get("namespace").is_none(), "{done}");
     }
 
     #[test]
