@@ -25,14 +25,20 @@ fn sign_in_plan() -> Value {
     })
 }
 
-#[test]
-fn a_plan_replays_a_sign_in_and_reports_the_step_that_fails() {
+/// The fixture app and a daemon whose app `fixture` opens `path`, started with `extra`.
+fn fixture_daemon(path: &str, extra: &[&str]) -> (FixtureApp, DaemonHarness) {
     let app = FixtureApp::start().unwrap();
     let harness = DaemonHarness::new(BIN).unwrap();
-    let app_arg = format!("fixture={}", app.url("/"));
-    harness
-        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
-        .unwrap();
+    let app_arg = format!("fixture={}", app.url(path));
+    let mut args = vec!["--web-app", app_arg.as_str()];
+    args.extend_from_slice(extra);
+    harness.start_detached(&args).unwrap();
+    (app, harness)
+}
+
+#[test]
+fn a_plan_replays_a_sign_in_and_reports_the_step_that_fails() {
+    let (app, harness) = fixture_daemon("/", &["--web-warm", "1"]);
     let http = McpHttp::for_harness(&harness).unwrap();
     let session = http.with_session("plan-replay");
     let acquired = session.call("getWeb", json!({ "app": "fixture" })).unwrap();
@@ -151,12 +157,7 @@ fn a_plan_replays_a_sign_in_and_reports_the_step_that_fails() {
 
 #[test]
 fn password_fields_carry_the_password_state() {
-    let app = FixtureApp::start().unwrap();
-    let harness = DaemonHarness::new(BIN).unwrap();
-    let app_arg = format!("fixture={}", app.url("/login"));
-    harness
-        .start_detached(&["--web-app", app_arg.as_str()])
-        .unwrap();
+    let (_app, harness) = fixture_daemon("/login", &[]);
     let http = McpHttp::for_harness(&harness).unwrap();
     let session = http.with_session("password-state");
     let acquired = session.call("getWeb", json!({ "app": "fixture" })).unwrap();
@@ -207,12 +208,7 @@ fn assert_no_password(output: &CommandOutput) {
 
 #[test]
 fn paddock_plan_run_replays_a_plan_file_and_never_prints_a_variable() {
-    let app = FixtureApp::start().unwrap();
-    let harness = DaemonHarness::new(BIN).unwrap();
-    let app_arg = format!("fixture={}", app.url("/"));
-    harness
-        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
-        .unwrap();
+    let (_app, harness) = fixture_daemon("/", &["--web-warm", "1"]);
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &[u8]| {
         let path = dir.path().join(name);
@@ -327,18 +323,7 @@ fn paddock_plan_run_replays_a_plan_file_and_never_prints_a_variable() {
 /// before every target (so every ref moved), and the password it typed is a variable.
 #[test]
 fn a_recorded_session_exports_a_plan_that_survives_an_inserted_element() {
-    let app = FixtureApp::start().unwrap();
-    let harness = DaemonHarness::new(BIN).unwrap();
-    let app_arg = format!("fixture={}", app.url("/login"));
-    harness
-        .start_detached(&[
-            "--web-app",
-            app_arg.as_str(),
-            "--web-warm",
-            "2",
-            "--tool-call-recording",
-        ])
-        .unwrap();
+    let (app, harness) = fixture_daemon("/login", &["--web-warm", "2", "--tool-call-recording"]);
     let http = McpHttp::for_harness(&harness).unwrap();
     let recorded = http.with_session("recorded-sign-in");
     let acquired = recorded

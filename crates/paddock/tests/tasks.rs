@@ -137,6 +137,14 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
     assert!(page.to_string().contains("Welcome"), "{page}");
 }
 
+/// Waits until the task has ended `failed` with `reason`; its summary.
+fn wait_failed(http: &McpHttp, task: &str, reason: &str) -> Value {
+    let summary = wait_ended(http, task, DEADLINE).unwrap();
+    assert_eq!(summary["state"], "failed", "{summary}");
+    assert_eq!(summary["reason"], reason, "{summary}");
+    summary
+}
+
 /// Waits until `count` requests were answered (or are held) by scripted turns.
 fn wait_scripted(model: &ScriptedModel, count: usize) {
     paddock_testkit::wait_until(DEADLINE, || {
@@ -185,9 +193,7 @@ fn a_task_over_its_max_steps_fails_with_that_reason_and_returns_its_device() {
     .unwrap();
     let (harness, http) = daemon(&model, &app);
     let task = run_task(&http, json!({ "goal": "look around", "maxSteps": 2 }));
-    let summary = wait_ended(&http, &task, DEADLINE).unwrap();
-    assert_eq!(summary["state"], "failed", "{summary}");
-    assert_eq!(summary["reason"], "max_steps", "{summary}");
+    let summary = wait_failed(&http, &task, "max_steps");
     assert_eq!(summary["steps"], 2, "{summary}");
     assert!(
         task_device(&harness, &task).unwrap().is_none(),
@@ -321,9 +327,7 @@ fn a_stopped_task_ends_its_agent_and_a_timed_out_one_fails() {
 
     model.push(Turn::text("too late").gated().when("wait forever"));
     let slow = run_task(&http, json!({ "goal": "wait forever", "timeoutSecs": 5 }));
-    let summary = wait_ended(&http, &slow, DEADLINE).unwrap();
-    assert_eq!(summary["state"], "failed", "{summary}");
-    assert_eq!(summary["reason"], "timeout", "{summary}");
+    wait_failed(&http, &slow, "timeout");
     model.release();
 }
 
@@ -369,9 +373,7 @@ fn a_message_reaches_a_running_task_and_a_lost_device_fails_its_task() {
         rustix::process::Signal::KILL,
     )
     .unwrap();
-    let summary = wait_ended(&http, &doomed, DEADLINE).unwrap();
-    assert_eq!(summary["state"], "failed", "{summary}");
-    assert_eq!(summary["reason"], "device_lost", "{summary}");
+    wait_failed(&http, &doomed, "device_lost");
     model.release();
 }
 
