@@ -19,6 +19,7 @@ mod mobile_mcp_peer;
 mod node_package;
 mod pii;
 mod playwright_peer;
+mod pool;
 mod probe;
 mod proxy;
 mod smoke;
