@@ -1,6 +1,6 @@
 //! The daemon's device pool as a benchmark sees it over MCP: waiting until `listDevices` shows
 //! the pool settled between timed operations, and checking that an answer bound a device to a
-//! session. Shared by the benchmarks that acquire devices.
+//! session. Shared by the benchmarks that acquire devices (`devices`, `tasks`).
 
 use std::time::{Duration, Instant};
 
