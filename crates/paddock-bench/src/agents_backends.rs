@@ -103,10 +103,6 @@ const RUNTIMES: &[Runtime] = &[
     },
 ];
 
-fn default_agents_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/node_modules/.bin")
-}
-
 #[derive(Debug, Default)]
 struct Sample {
     open: Duration,
@@ -327,7 +323,10 @@ fn chosen(names: &[String]) -> anyhow::Result<Vec<&'static Runtime>> {
 }
 
 pub(crate) async fn run(args: BackendsArgs, mode: Mode) -> anyhow::Result<()> {
-    let bin = args.agents_dir.clone().unwrap_or_else(default_agents_dir);
+    let bin = args
+        .agents_dir
+        .clone()
+        .unwrap_or_else(crate::node_package::default_agents_dir);
     let runtimes = chosen(&args.runtimes)?;
     if mode.is_smoke() {
         return smoke(&bin, &runtimes, !args.runtimes.is_empty()).await;

@@ -9,17 +9,18 @@
 
 use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use paddock_client::SecretString;
 use paddock_testkit::fixture::FixtureApp;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::daemon::{PrivateDaemon, paddock_binary};
 use crate::mcp::verdict;
 use crate::mcp_client::{Image, McpClient, ToolAnswer};
 use crate::playwright_peer::{self, PeerConfig, PlaywrightPeer};
+use crate::pool::{check_bound, wait_for_pool, wait_for_warm_pool};
 use crate::probe::Target;
 use crate::smoke::{self, Mode};
 
@@ -30,9 +31,6 @@ const SMOKE_WEB_WARM: usize = 1;
 /// Texts the table page's observation must show: its heading and the first row's email.
 const EXPECTED_HEADING: &str = "Accounts";
 const EXPECTED_CELL: &str = "user1@example.com";
-/// How long the pool may take to settle (boot or reset devices) between iterations.
-const POOL_TIMEOUT: Duration = Duration::from_secs(120);
-const POOL_POLL: Duration = Duration::from_millis(20);
 /// How long Playwright MCP may take to close its browser before it is killed.
 const PEER_STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -391,13 +389,9 @@ fn measure_warm(
     args: &DevicesArgs,
     web_warm: usize,
 ) -> anyhow::Result<Latency> {
-    let settled = |devices: &[(String, String)]| {
-        devices.iter().all(|(_, state)| state != "resetting")
-            && devices.iter().filter(|(_, state)| state == "warm").count() >= web_warm
-    };
     let mut latency = Latency::default();
     for iteration in 0..args.warmup + args.iterations {
-        wait_for_pool(client, "a settled warm pool", settled)?;
+        wait_for_warm_pool(client, web_warm)?;
         let session = format!("bench-warm-{iteration}");
         let answer = client.call_tool("getWeb", &json!({}), Some(&session))?;
         check_bound(&answer, &session).context("getWeb")?;
@@ -413,55 +407,6 @@ fn measure_warm(
         }
     }
     Ok(latency)
-}
-
-/// The answer binds a device to `session`.
-fn check_bound(answer: &ToolAnswer, session: &str) -> anyhow::Result<()> {
-    let structured = answer.structured();
-    if structured["sessionUuid"] != json!(session) || !structured["device"]["id"].is_string() {
-        bail!(
-            "expected a device bound to session `{session}`, got {}",
-            answer.result
-        );
-    }
-    Ok(())
-}
-
-/// Polls `listDevices` until `condition` holds for the (id, state) list.
-fn wait_for_pool(
-    client: &mut McpClient,
-    what: &str,
-    condition: impl Fn(&[(String, String)]) -> bool,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + POOL_TIMEOUT;
-    loop {
-        let answer = client.call_tool("listDevices", &json!({}), None)?;
-        let devices = device_states(answer.structured());
-        if condition(&devices) {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            bail!(
-                "the device pool did not reach {what} within {}s; it lists {devices:?}",
-                POOL_TIMEOUT.as_secs()
-            );
-        }
-        std::thread::sleep(POOL_POLL);
-    }
-}
-
-fn device_states(structured: &Value) -> Vec<(String, String)> {
-    structured["devices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|device| {
-            (
-                device["id"].as_str().unwrap_or_default().to_owned(),
-                device["state"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
 }
 
 /// Both servers on the same page: Paddock's `observe` (with and without a screenshot) and
@@ -550,6 +495,8 @@ fn check_observation(answer: &ToolAnswer, expected: &[&str], image: bool) -> any
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn latency(millis: &[u64]) -> Latency {
@@ -597,31 +544,5 @@ mod tests {
             "{error}"
         );
         assert!(check_observation(&error_page, &[], true).is_err());
-    }
-
-    #[test]
-    fn checks_bindings() {
-        let bound = answer(json!({ "structuredContent": {
-            "sessionUuid": "s-1", "device": { "id": "web-1" },
-        } }));
-        check_bound(&bound, "s-1").unwrap();
-        assert!(check_bound(&bound, "s-2").is_err());
-        assert!(check_bound(&answer(json!({ "content": [] })), "s-1").is_err());
-    }
-
-    #[test]
-    fn reads_device_states() {
-        let listed = json!({ "devices": [
-            { "id": "web-1", "state": "warm" },
-            { "id": "web-2", "state": "resetting" },
-        ] });
-        assert_eq!(
-            device_states(&listed),
-            vec![
-                ("web-1".to_owned(), "warm".to_owned()),
-                ("web-2".to_owned(), "resetting".to_owned())
-            ]
-        );
-        assert!(device_states(&json!({})).is_empty());
     }
 }

@@ -1,9 +1,9 @@
 //! `paddock-bench`: the one entry point for Paddock's benchmarks. Each measures Paddock and a
 //! peer in the same run, with the same load generator (`wrk`) or the same client, and prints
 //! the ratio; none asserts a timing. With `--smoke` each instead performs its measured operation
-//! once against Paddock alone (`android` against its peer too, on the same fake phone) and
-//! checks the answer, which is how the test suite keeps every benchmark working
-//! (`tests/smoke.rs`).
+//! once against Paddock alone (`android` against its peer too, on the same fake phone, and
+//! `tasks` against the same agent CLI started directly) and checks the answer, which is how the
+//! test suite keeps every benchmark working (`tests/smoke.rs`).
 
 mod agents_backends;
 mod agents_driver;
@@ -19,10 +19,12 @@ mod mobile_mcp_peer;
 mod node_package;
 mod pii;
 mod playwright_peer;
+mod pool;
 mod probe;
 mod proxy;
 mod smoke;
 mod stdio_client;
+mod tasks;
 mod ts_peer;
 mod wrk;
 
@@ -37,8 +39,8 @@ use crate::smoke::Mode;
 #[command(about = "Paddock benchmarks (each prints Paddock next to its peer and the ratio)")]
 struct Cli {
     /// Perform the measured operation once against Paddock alone (no peer, no load generator,
-    /// no timings; `android` checks its peer too), check its answer and exit non-zero if it is
-    /// wrong.
+    /// no timings; `android` and `tasks` check their peers too), check its answer and exit
+    /// non-zero if it is wrong.
     #[arg(long, global = true)]
     smoke: bool,
     #[command(subcommand)]
@@ -69,6 +71,9 @@ enum Bench {
     /// Hosting agents in the daemon: `agents/open` to the CLI running vs spawning it directly,
     /// and the daemon's memory with idle hosted sessions.
     AgentsHost(agents_host::HostArgs),
+    /// The daemon's tasks: `runTask` to the agent's first model request vs starting the same
+    /// Claude Code CLI directly, and a 20-step `executePlan` vs the same 20 `tools/call`s.
+    Tasks(tasks::TasksArgs),
     /// The credential proxy's added latency (p50, p90, p99) and throughput over calling the
     /// upstream directly, with an `http://` or an `https://` upstream.
     Proxy(proxy::ProxyArgs),
@@ -133,6 +138,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Bench::AgentsDriver(args) => runtime.block_on(agents_driver::run(args, mode)),
         Bench::AgentsBackends(args) => runtime.block_on(agents_backends::run(args, mode)),
         Bench::AgentsHost(args) => runtime.block_on(agents_host::run(args, mode)),
+        Bench::Tasks(args) => runtime.block_on(tasks::run(args, mode)),
         Bench::Proxy(args) => runtime.block_on(proxy::run(args, mode)),
         // Single-threaded work: the pipeline's throughput on one core, as before.
         Bench::Pii(args) => pii::run(&args, mode),

@@ -1,8 +1,9 @@
 //! Measure or smoke: what `--smoke` changes, and the line a smoke run ends with. A smoke run
 //! performs a benchmark's measured operation once against Paddock alone (no peer, no load
 //! generator, no timings printed) and checks the answer, so that a broken benchmark fails the
-//! test suite instead of rotting until somebody runs it. `android` is the exception: its peer
-//! drives the same in-process fake phone, cheaply, so its smoke run checks both servers.
+//! test suite instead of rotting until somebody runs it. `android` and `tasks` are the
+//! exceptions: `android`'s peer drives the same in-process fake phone, cheaply, and `tasks`'s
+//! is the same agent CLI started directly, so their smoke runs check both sides.
 
 /// How a benchmark runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

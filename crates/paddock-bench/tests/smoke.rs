@@ -6,8 +6,9 @@
 //! behind: anything still running with that root in its environment or arguments once the
 //! benchmark exited is killed and fails the test.
 //!
-//! `android` is the one benchmark whose smoke run starts its peer too: mobile-mcp must be
-//! installed (`scripts/setup --dev` does it), or the run fails saying how to install it.
+//! `android` and `tasks` are the benchmarks whose smoke runs start their peers too: mobile-mcp
+//! and the Claude Code CLI must be installed (`scripts/setup --dev` does it), or the run fails
+//! saying how to install them.
 //!
 //! The daemon benchmarks need the `paddock` binary beside `paddock-bench`. `cargo test
 //! --workspace` has built it; under `cargo test -p paddock-bench` it is built here when missing
@@ -323,6 +324,19 @@ fn agents_host_starts_a_hosted_cli() {
         &[
             "smoke agents-host: ok:",
             "agents/open started the CLI (it stamped its start), the session was listed and stopped",
+        ],
+    );
+}
+
+#[test]
+fn tasks_reach_the_model_and_a_plan_runs_every_step() {
+    smoke(
+        &["tasks", "--paddock", &paddock_arg()],
+        &[
+            "smoke tasks: ok:",
+            "runTask's agent reached the model with its goal and the task completed with the scripted answer",
+            "the CLI started directly reached it too and printed the answer (with the pool settled and while it refilled)",
+            "executePlan ran 20 steps ok and as many separate inputText calls succeeded",
         ],
     );
 }

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -147,6 +147,9 @@ pub struct Recorded {
     pub body: Value,
     /// Which scripted turn answered it, if any.
     pub turn: Option<usize>,
+    /// When the server had read the whole request (headers and body), for benchmarks that
+    /// time a client up to its first request.
+    pub received_at: Instant,
 }
 
 impl Recorded {
@@ -308,10 +311,10 @@ impl ScriptedModel {
     /// Waits until `count` scripted replies have started streaming.
     pub fn wait_streams_started(&self, count: usize, within: Duration) -> anyhow::Result<()> {
         let (lock, condvar) = &*self.state;
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
         let mut state = lock.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         while state.streams_started < count {
-            let now = std::time::Instant::now();
+            let now = Instant::now();
             if now >= deadline {
                 anyhow::bail!(
                     "only {} of {count} scripted streams started",
@@ -500,6 +503,7 @@ fn answer_request(
         reader.read_exact(&mut body)?;
         body
     };
+    let received_at = Instant::now();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path_only = path.split('?').next().unwrap_or_default();
     let stream = reader.get_mut();
@@ -549,6 +553,7 @@ fn answer_request(
             headers: headers.clone(),
             body: body.clone(),
             turn: chosen.as_ref().map(|(index, _)| *index),
+            received_at,
         });
         match chosen {
             Some((index, turn)) => (Some(index), turn),

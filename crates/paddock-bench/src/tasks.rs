@@ -1,0 +1,564 @@
+//! `paddock-bench tasks`: what the daemon's tasks cost, in two measurements.
+//!
+//! - **runTask → the first model request**, against the same Claude Code CLI started directly
+//!   (`claude -p <goal> --output-format stream-json --verbose`) against the same scripted model
+//!   server: from sending `runTask` (MCP over HTTP, a warm web device waiting) until the model
+//!   server has read the agent's first scripted request, against from spawning the CLI until
+//!   the same moment. Goal: Paddock adds at most 50 ms at the median. Every round ends its task:
+//!   the scripted model answers a final text, the task completes and its device goes back.
+//!   Taking the warm device makes the pool boot a replacement Chromium at once, which competes
+//!   with the agent's start for the CPU; a third side measures the direct CLI under the same
+//!   refill (a `getWeb` on another session just before spawning it), so the report separates
+//!   what the task path costs from what the refill does to a small machine.
+//! - **a 20-step `executePlan`** against the same 20 `inputText` calls as separate `tools/call`
+//!   requests on the same device session. Goal: an overhead (plan time / calls time - 1) of at
+//!   most 0.5x; with no HTTP request per step the plan should be the faster.
+//!
+//! Each side's answer is checked: the task's first request carries its goal and the task
+//! completes with the scripted text, the direct CLI prints it, the plan reports every step ok
+//! and every separate call succeeds.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use paddock_process::ChildSpec;
+use paddock_testkit::fixture::FixtureApp;
+use paddock_testkit::model::{Recorded, ScriptedModel, Turn};
+use serde_json::{Value, json};
+
+use crate::daemon::{PrivateDaemon, paddock_binary};
+use crate::devices::{Latency, paddock_client};
+use crate::mcp::verdict;
+use crate::mcp_client::McpClient;
+use crate::pool::{check_bound, wait_for_warm_pool};
+use crate::smoke::{self, Mode};
+
+/// Warm web devices the daemon keeps: one, so each task takes the warm one.
+const WEB_WARM: usize = 1;
+/// The key the daemon's Claude upstream holds, and the direct CLI sends.
+const API_KEY: &str = "sk-ant-bench-tasks-key";
+/// What the scripted model answers every agent's first request with; it ends the turn, so the
+/// task completes (and the direct CLI exits).
+const FINAL_ANSWER: &str = "Done: the bench task is over.";
+/// How long an agent may take to send its first request, and a task to end after it.
+const AGENT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Session of the plan measurement's device.
+const PLAN_SESSION: &str = "bench-plan";
+/// Session whose `getWeb` takes the warm device so that the pool refills while the direct CLI
+/// starts.
+const REFILL_SESSION: &str = "bench-refill";
+/// The field each step types into, on the fixture's sign-in page.
+const PLAN_FIELD: &str = "Email";
+/// What the direct CLI's environment takes from this process (node must be on its PATH).
+const INHERITED_ENV: [&str; 3] = ["PATH", "LANG", "TZ"];
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TasksArgs {
+    /// Timed rounds of each measurement; each round measures every side, rotating which goes
+    /// first.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Untimed warm-up rounds before each measurement (the first CLI launch reads a cold disk).
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
+    /// Steps of the plan, and separate calls on the other side.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    steps: u32,
+    /// The paddock binary (default: beside this one).
+    #[arg(long)]
+    paddock: Option<PathBuf>,
+    /// Where the agent CLIs are (default: `tests/agents/node_modules/.bin` of this checkout).
+    #[arg(long)]
+    agents_dir: Option<PathBuf>,
+}
+
+/// Both measurements' samples.
+#[derive(Debug, Default)]
+struct Samples {
+    hosted: Latency,
+    direct: Latency,
+    direct_refilling: Latency,
+    plan: Latency,
+    calls: Latency,
+}
+
+/// The sides of the first-request measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launch {
+    /// `runTask` on the daemon.
+    Hosted,
+    /// The CLI spawned directly, the pool settled.
+    Direct,
+    /// The CLI spawned directly while the pool boots a replacement warm device, as it does
+    /// when a task takes the warm one.
+    DirectRefilling,
+}
+
+impl Launch {
+    const ALL: [Self; 3] = [Self::Hosted, Self::Direct, Self::DirectRefilling];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Hosted => "runTask",
+            Self::Direct => "the direct CLI",
+            Self::DirectRefilling => "the direct CLI while the pool refills",
+        }
+    }
+}
+
+/// What the runs share: the model server, the fixture app, the daemon and a client for it.
+struct Bench {
+    model: ScriptedModel,
+    fixture: FixtureApp,
+    claude: PathBuf,
+    /// Per-launch homes of the direct CLI.
+    work: tempfile::TempDir,
+    client: McpClient,
+    /// Dropped last: stopping it ends whatever task a failed round left.
+    _daemon: PrivateDaemon,
+}
+
+pub(crate) async fn run(args: TasksArgs, mode: Mode) -> anyhow::Result<()> {
+    let paddock = paddock_binary(args.paddock.clone())?;
+    let agents_dir = args
+        .agents_dir
+        .clone()
+        .unwrap_or_else(crate::node_package::default_agents_dir);
+    let mut bench = Bench::start(&paddock, &agents_dir)?;
+    let (rounds, warmup) = if mode.is_smoke() {
+        (1, 0)
+    } else {
+        (args.rounds, args.warmup)
+    };
+
+    progress(&format!(
+        "runTask and the direct CLI to their first model request: {rounds} rounds + {warmup} warm-up"
+    ));
+    let mut samples = Samples::default();
+    for round in 0..warmup + rounds {
+        let timed = round >= warmup;
+        // Rotating which side goes first spreads drift over all of them.
+        let mut order = Launch::ALL;
+        order.rotate_left(round as usize % Launch::ALL.len());
+        for launch in order {
+            let elapsed = match launch {
+                Launch::Hosted => bench.hosted_first_request(round),
+                Launch::Direct | Launch::DirectRefilling => {
+                    bench.direct_first_request(round, launch).await
+                }
+            }
+            .with_context(|| format!("{}, round {round}", launch.name()))?;
+            if timed {
+                match launch {
+                    Launch::Hosted => samples.hosted.push(elapsed),
+                    Launch::Direct => samples.direct.push(elapsed),
+                    Launch::DirectRefilling => samples.direct_refilling.push(elapsed),
+                }
+            }
+        }
+    }
+
+    progress(&format!(
+        "executePlan of {} steps and as many tools/call: {rounds} rounds + {warmup} warm-up",
+        args.steps
+    ));
+    bench.open_plan_device()?;
+    for round in 0..warmup + rounds {
+        let timed = round >= warmup;
+        for plan in [round % 2 == 0, round % 2 != 0] {
+            if plan {
+                let elapsed = bench
+                    .plan_run(args.steps)
+                    .with_context(|| format!("executePlan, round {round}"))?;
+                if timed {
+                    samples.plan.push(elapsed);
+                }
+            } else {
+                let elapsed = bench
+                    .separate_calls(args.steps)
+                    .with_context(|| format!("the separate calls, round {round}"))?;
+                if timed {
+                    samples.calls.push(elapsed);
+                }
+            }
+        }
+    }
+    bench
+        .client
+        .call_tool("releaseDevice", &json!({}), Some(PLAN_SESSION))?;
+
+    if mode.is_smoke() {
+        smoke::passed(
+            "tasks",
+            &format!(
+                "runTask's agent reached the model with its goal and the task completed with the scripted answer, the CLI started directly reached it too and printed the answer (with the pool settled and while it refilled), executePlan ran {} steps ok and as many separate inputText calls succeeded",
+                args.steps
+            ),
+        );
+        return Ok(());
+    }
+    report(&args, &agents_dir, &bench, &samples, rounds, warmup);
+    Ok(())
+}
+
+fn report(
+    args: &TasksArgs,
+    agents_dir: &Path,
+    bench: &Bench,
+    samples: &Samples,
+    rounds: u32,
+    warmup: u32,
+) {
+    let claude_version = agents_dir.parent().and_then(Path::parent).map_or_else(
+        || "(unknown version)".to_owned(),
+        |dir| crate::node_package::installed_version(dir, "@anthropic-ai/claude-code"),
+    );
+    println!(
+        "tasks: Paddock's tasks, same run; Claude Code {claude_version} against the scripted model at {}, daemon with --web-warm {WEB_WARM} (Chromium)",
+        bench.model.base_url()
+    );
+    println!(
+        "{rounds} rounds after {warmup} warm-up, sides rotating; the hosted agent reaches the model through the daemon's credential proxy and starts `paddock mcp` first, the direct one has neither; \"while the pool refills\": a getWeb on another session just before the spawn, so the pool boots a replacement Chromium during it, as it does when a task takes the warm device"
+    );
+    println!();
+    println!(
+        "{:<48} {:>10} {:>10} {:>5}",
+        "measurement", "p50 ms", "p90 ms", "n"
+    );
+    let row = |name: &str, latency: &Latency| {
+        println!(
+            "{name:<48} {:>10.1} {:>10.1} {:>5}",
+            latency.p50(),
+            latency.p90(),
+            latency.len()
+        );
+    };
+    row("runTask → first model request", &samples.hosted);
+    row(
+        "claude -p started directly → first request",
+        &samples.direct,
+    );
+    row(
+        "  the same, while the pool refills",
+        &samples.direct_refilling,
+    );
+    row(
+        &format!("executePlan ({} × inputText)", args.steps),
+        &samples.plan,
+    );
+    row(
+        &format!("{} × tools/call inputText", args.steps),
+        &samples.calls,
+    );
+    println!();
+    let added = samples.hosted.p50() - samples.direct.p50();
+    let added_p90 = samples.hosted.p90() - samples.direct.p90();
+    let ratio = samples.hosted.p50() / samples.direct.p50().max(f64::MIN_POSITIVE);
+    println!(
+        "runTask added over the direct CLI p50:     {added:>8.1} ms (ratio {ratio:.2}x; p90 {added_p90:.1} ms; goal <= 50 ms: {})",
+        verdict(added <= 50.0)
+    );
+    let refill_added = samples.hosted.p50() - samples.direct_refilling.p50();
+    let refill_ratio = samples.hosted.p50() / samples.direct_refilling.p50().max(f64::MIN_POSITIVE);
+    println!(
+        "  over the direct CLI while the pool refills: {refill_added:>6.1} ms (ratio {refill_ratio:.2}x; p90 {:.1} ms)",
+        samples.hosted.p90() - samples.direct_refilling.p90()
+    );
+    let overhead = samples.plan.p50() / samples.calls.p50().max(f64::MIN_POSITIVE) - 1.0;
+    let overhead_p90 = samples.plan.p90() / samples.calls.p90().max(f64::MIN_POSITIVE) - 1.0;
+    println!(
+        "executePlan overhead over the calls p50:   {overhead:>+8.3}x (plan / calls - 1; p90 {overhead_p90:+.3}x; goal <= 0.5x: {})",
+        verdict(overhead <= 0.5)
+    );
+}
+
+impl Bench {
+    fn start(paddock: &Path, agents_dir: &Path) -> anyhow::Result<Self> {
+        let claude = agents_dir.join("claude");
+        if !claude.exists() {
+            bail!(
+                "Claude Code is not installed at `{}`\nhint: scripts/setup --dev installs the agent CLIs",
+                claude.display()
+            );
+        }
+        let model = ScriptedModel::start(Vec::new())?;
+        let fixture = FixtureApp::start()?;
+        let path = format!(
+            "{}:{}",
+            agents_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        // A runTask naming no upstream resolves Claude's from the daemon's environment.
+        let daemon = PrivateDaemon::start_with_env(
+            paddock,
+            &["--web-warm", &WEB_WARM.to_string()],
+            &[
+                ("PATH", path),
+                ("ANTHROPIC_BASE_URL", model.base_url()),
+                ("ANTHROPIC_API_KEY", API_KEY.to_owned()),
+            ],
+            "",
+        )?;
+        let client = paddock_client(&daemon)?;
+        Ok(Self {
+            model,
+            fixture,
+            claude,
+            work: tempfile::tempdir()?,
+            client,
+            _daemon: daemon,
+        })
+    }
+
+    /// One task on a settled warm pool: from sending `runTask` to the model server having read
+    /// its agent's first scripted request. The task then completes with the scripted answer.
+    fn hosted_first_request(&mut self, round: u32) -> anyhow::Result<Duration> {
+        wait_for_warm_pool(&mut self.client, WEB_WARM)?;
+        let goal = goal("hosted", round);
+        let before = self.expect_first_request();
+        let sent = Instant::now();
+        let started = self
+            .client
+            .call_tool("runTask", &json!({ "goal": goal }), None)?;
+        let task = started.structured()["taskId"]
+            .as_str()
+            .with_context(|| format!("runTask answered without a `taskId`: {}", started.result))?
+            .to_owned();
+        let request = match self.first_request_after(before, &goal) {
+            Ok(request) => request,
+            Err(error) => {
+                // Not left running into the next round.
+                let _ = self
+                    .client
+                    .call_tool("stopTask", &json!({ "taskId": task }), None);
+                return Err(error.context(format!("task `{task}`")));
+            }
+        };
+        let summary = self.wait_ended(&task)?;
+        if summary["state"] != "completed" || summary["result"] != FINAL_ANSWER {
+            bail!(
+                "task `{task}` did not complete with the scripted answer `{FINAL_ANSWER}`: {summary}"
+            );
+        }
+        Ok(request.received_at.saturating_duration_since(sent))
+    }
+
+    /// The same CLI spawned directly, with a fresh home as a hosted launch has, against the
+    /// same model server; until the server has read its first scripted request. It then prints
+    /// the scripted answer and exits. [`Launch::DirectRefilling`] takes the warm device just
+    /// before (untimed), so that the pool boots its replacement during the launch.
+    async fn direct_first_request(
+        &mut self,
+        round: u32,
+        launch: Launch,
+    ) -> anyhow::Result<Duration> {
+        // The previous task's device resets in the background; not during this launch.
+        wait_for_warm_pool(&mut self.client, WEB_WARM)?;
+        let refilling = launch == Launch::DirectRefilling;
+        let side = if refilling { "refilling" } else { "direct" };
+        let goal = goal(side, round);
+        let spec = self.direct_spec(&goal, &format!("{side}-{round}"))?;
+        let before = self.expect_first_request();
+        if refilling {
+            let taken = self
+                .client
+                .call_tool("getWeb", &json!({}), Some(REFILL_SESSION))?;
+            check_bound(&taken, REFILL_SESSION).context("getWeb")?;
+        }
+        let sent = Instant::now();
+        let output = tokio::spawn(paddock_process::output(spec, AGENT_TIMEOUT));
+        let request = tokio::task::block_in_place(|| self.first_request_after(before, &goal));
+        // On an error the CLI is still waited for (or killed at the deadline) before returning.
+        let output = output.await.context("the CLI's runner")??;
+        if refilling {
+            self.client
+                .call_tool("releaseDevice", &json!({}), Some(REFILL_SESSION))?;
+        }
+        let request = request?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() || !stdout.contains(FINAL_ANSWER) {
+            bail!(
+                "`{}` exited {} without printing the scripted answer `{FINAL_ANSWER}`; stdout:\n{stdout}\nstderr:\n{}",
+                self.claude.display(),
+                output.status,
+                output.stderr
+            );
+        }
+        Ok(request.received_at.saturating_duration_since(sent))
+    }
+
+    fn direct_spec(&self, goal: &str, name: &str) -> anyhow::Result<ChildSpec> {
+        let launch = self.work.path().join(name);
+        let (home, tmp, cwd) = (launch.join("home"), launch.join("tmp"), launch.join("work"));
+        for dir in [&home, &tmp, &cwd] {
+            std::fs::create_dir_all(dir).with_context(|| format!("create `{}`", dir.display()))?;
+        }
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = INHERITED_ENV
+            .iter()
+            .filter_map(|name| Some((name.into(), std::env::var_os(name)?)))
+            .collect();
+        env.extend(
+            [
+                ("HOME", home.into_os_string()),
+                ("TMPDIR", tmp.clone().into_os_string()),
+                ("CLAUDE_CODE_TMPDIR", tmp.into_os_string()),
+                ("ANTHROPIC_BASE_URL", self.model.base_url().into()),
+                ("ANTHROPIC_API_KEY", API_KEY.into()),
+                // What the daemon's Claude adapter sets for every launch.
+                ("DISABLE_AUTOUPDATER", "1".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("DISABLE_ERROR_REPORTING", "1".into()),
+            ]
+            .into_iter()
+            .map(|(name, value)| (name.into(), value)),
+        );
+        Ok(ChildSpec {
+            program: self.claude.clone(),
+            args: ["-p", goal, "--output-format", "stream-json", "--verbose"]
+                .iter()
+                .map(Into::into)
+                .collect(),
+            env,
+            current_dir: Some(cwd),
+            ..ChildSpec::default()
+        })
+    }
+
+    /// Scripts the answer to the next agent's first request; returns how many scripted
+    /// requests came before it.
+    fn expect_first_request(&self) -> usize {
+        let before = self.model.scripted_requests().len();
+        self.model.push(Turn::text(FINAL_ANSWER));
+        before
+    }
+
+    /// Waits for the scripted request after the first `before` ones, which must carry `goal`.
+    fn first_request_after(&self, before: usize, goal: &str) -> anyhow::Result<Recorded> {
+        self.model
+            .wait_streams_started(before + 1, AGENT_TIMEOUT)
+            .context("the agent never asked the model")?;
+        let request = self
+            .model
+            .scripted_requests()
+            .into_iter()
+            .nth(before)
+            .context("the model server lost the agent's request")?;
+        if !request.last_user_text().contains(goal) {
+            bail!(
+                "the agent's first request does not carry its goal `{goal}`; its last user message: {}",
+                request.last_user_text()
+            );
+        }
+        Ok(request)
+    }
+
+    /// Polls `getTask` until the task has ended; its summary.
+    fn wait_ended(&mut self, task: &str) -> anyhow::Result<Value> {
+        let client = &mut self.client;
+        paddock_testkit::wait_until(AGENT_TIMEOUT, || {
+            let answer = client
+                .call_tool("getTask", &json!({ "taskId": task }), None)
+                .ok()?;
+            let summary = answer.structured()["summary"].clone();
+            matches!(
+                summary["state"].as_str(),
+                Some("completed" | "failed" | "stopped")
+            )
+            .then_some(summary)
+        })
+        .with_context(|| format!("task `{task}` did not end"))
+    }
+
+    /// The plan measurement's device, on the fixture's sign-in page.
+    fn open_plan_device(&mut self) -> anyhow::Result<()> {
+        wait_for_warm_pool(&mut self.client, WEB_WARM)?;
+        let acquired = self
+            .client
+            .call_tool("getWeb", &json!({}), Some(PLAN_SESSION))?;
+        check_bound(&acquired, PLAN_SESSION).context("getWeb")?;
+        self.client.call_tool(
+            "openLink",
+            &json!({ "url": self.fixture.url("/login") }),
+            Some(PLAN_SESSION),
+        )?;
+        Ok(())
+    }
+
+    /// One `executePlan` of `steps` steps; every step must be reported ok.
+    fn plan_run(&mut self, steps: u32) -> anyhow::Result<Duration> {
+        let plan = json!({
+            "version": 1,
+            "steps": (0..steps)
+                .map(|step| json!({ "tool": "inputText", "arguments": step_arguments(step) }))
+                .collect::<Vec<_>>(),
+        });
+        let answer =
+            self.client
+                .call_tool("executePlan", &json!({ "plan": plan }), Some(PLAN_SESSION))?;
+        check_plan_run(answer.structured(), steps)?;
+        Ok(answer.elapsed)
+    }
+
+    /// The same steps as separate `tools/call` requests, each of which must succeed.
+    fn separate_calls(&mut self, steps: u32) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        for step in 0..steps {
+            self.client
+                .call_tool("inputText", &step_arguments(step), Some(PLAN_SESSION))
+                .with_context(|| format!("call {}", step + 1))?;
+        }
+        Ok(started.elapsed())
+    }
+}
+
+/// A goal naming its side and round, so each request is recognised as its launch's.
+fn goal(side: &str, round: u32) -> String {
+    format!("Bench task {side} {round}: say that the bench task is over")
+}
+
+fn step_arguments(step: u32) -> Value {
+    json!({ "label": PLAN_FIELD, "text": format!("ada{step}@example.com") })
+}
+
+/// `executePlan`'s answer says ok, with `steps` steps, each ok.
+fn check_plan_run(run: &Value, steps: u32) -> anyhow::Result<()> {
+    let reported = run["steps"].as_array().map_or(0, Vec::len);
+    let all_ok = run["steps"]
+        .as_array()
+        .is_some_and(|outcomes| outcomes.iter().all(|outcome| outcome["ok"] == true));
+    if run["ok"] != true || reported != steps as usize || !all_ok {
+        bail!("executePlan did not run {steps} steps ok: {run}");
+    }
+    Ok(())
+}
+
+fn progress(message: &str) {
+    use std::io::IsTerminal as _;
+    if std::io::stderr().is_terminal() {
+        eprintln!("tasks: {message}…");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_run_must_report_every_step_ok() {
+        let ok = |n: usize| json!({ "ok": true, "step": n, "tool": "inputText" });
+        check_plan_run(&json!({ "ok": true, "steps": [ok(1), ok(2)] }), 2).unwrap();
+        assert!(check_plan_run(&json!({ "ok": true, "steps": [ok(1)] }), 2).is_err());
+        assert!(check_plan_run(&json!({ "ok": false, "steps": [ok(1), ok(2)] }), 2).is_err());
+        let failed = json!({ "ok": true, "steps": [ok(1), { "ok": false, "step": 2 }] });
+        assert!(check_plan_run(&failed, 2).is_err());
+    }
+
+    #[test]
+    fn goals_name_their_side_and_round() {
+        assert_ne!(goal("hosted", 1), goal("direct", 1));
+        assert_ne!(goal("direct", 1), goal("refilling", 1));
+        assert_ne!(goal("hosted", 1), goal("hosted", 2));
+    }
+}
