@@ -19,7 +19,7 @@ use crate::mcp_client::{McpClient, ToolAnswer, print_error};
 /// How long one task tool call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How often `task run --follow` asks for the status.
+/// How often `task run` asks for new steps while it follows a task.
 const FOLLOW_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The hint for a daemon that does not serve a task tool.
@@ -27,9 +27,9 @@ const NO_TASK_HOST_HINT: &str = "this daemon has no task host, so it serves no t
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
-    /// Hand a goal to a coding agent that works a device of its own (`runTask`); prints the
-    /// task id. With `--follow`, prints each status change until the task ends: exit 0 when
-    /// it completed, 1 when it failed or was stopped.
+    /// Hand a goal to a coding agent that works a device of its own (`runTask`): prints the
+    /// task id, then follows its steps live (on stderr) until it ends and prints its result:
+    /// exit 0 when it completed, 1 when it failed or was stopped. `--detach` returns at once.
     Run(RunArgs),
     /// The daemon's tasks, newest first (`listTasks`).
     Ls {
@@ -75,7 +75,7 @@ pub enum TaskCommand {
         #[arg(long)]
         ui_state: bool,
         /// Where to write it; `-` is stdout.
-        #[arg(long)]
+        #[arg(long, short = 'o')]
         out: PathBuf,
     },
 }
@@ -90,6 +90,9 @@ pub struct RunArgs {
     /// The model, as the backend names it.
     #[arg(long)]
     model: Option<String>,
+    /// The device's platform: `web` (default) or `android`.
+    #[arg(long, value_parser = ["web", "android"])]
+    platform: Option<String>,
     /// The web device's emulation profile (`pixel7`, `iphone15`, `desktop`).
     #[arg(long)]
     profile: Option<String>,
@@ -105,9 +108,9 @@ pub struct RunArgs {
     /// Seconds before the task fails (default 900).
     #[arg(long)]
     timeout_secs: Option<u64>,
-    /// Print each status change until the task ends.
+    /// Print the task id and return at once, without following the task.
     #[arg(long)]
-    follow: bool,
+    detach: bool,
 }
 
 impl RunArgs {
@@ -118,6 +121,7 @@ impl RunArgs {
         let optional = [
             ("backend", self.backend.as_ref().map(|text| json!(text))),
             ("model", self.model.as_ref().map(|text| json!(text))),
+            ("platform", self.platform.as_ref().map(|text| json!(text))),
             ("profile", self.profile.as_ref().map(|text| json!(text))),
             ("app", self.app.as_ref().map(|text| json!(text))),
             ("deviceId", self.device.as_ref().map(|text| json!(text))),
@@ -189,7 +193,6 @@ struct TaskView {
     task_id: String,
     state: TaskState,
     summary: Option<TaskSummary>,
-    status: Option<String>,
     #[serde(default)]
     steps: Vec<TrajectoryStep>,
     next_cursor: Option<String>,
@@ -213,26 +216,29 @@ async fn run_task(client: &mut McpClient, args: RunArgs) -> anyhow::Result<ExitC
         .await?;
     let started: Started = answer_as(&answer, "runTask")?;
     println!("{}", started.task_id);
-    if !args.follow {
+    if args.detach {
         return Ok(ExitCode::SUCCESS);
     }
-    let mut last = None;
+    // Each new step as it is recorded; the task has ended once its state is final and no
+    // page is left (its end is its last step).
+    let mut after: Option<String> = None;
     let mut ticks = tokio::time::interval(FOLLOW_INTERVAL);
     let state = loop {
         ticks.tick().await;
-        let view = get_task(
-            client,
-            json!({ "taskId": started.task_id, "view": "status" }),
-        )
-        .await?;
-        if view.status != last {
-            if let Some(status) = &view.status {
-                eprintln!("{status}");
-            }
-            last = view.status;
+        let mut arguments =
+            json!({ "taskId": started.task_id, "view": "trajectory", "limit": 100 });
+        if let Some(after) = &after {
+            arguments["cursor"] = json!(after);
         }
-        if ended(view.state) {
-            break view.state;
+        let page = get_task(client, arguments).await?;
+        for step in &page.steps {
+            eprintln!("{}", step_line(step));
+        }
+        if let Some(last) = page.steps.last() {
+            after = Some(last.seq.to_string());
+        }
+        if ended(page.state) && page.next_cursor.is_none() {
+            break page.state;
         }
     };
     let view = get_task(client, json!({ "taskId": started.task_id })).await?;
@@ -504,7 +510,9 @@ mod tests {
             "20",
             "--timeout-secs",
             "300",
-            "--follow",
+            "--platform",
+            "web",
+            "--detach",
         ]);
         assert_eq!(
             every.tool_arguments(),
@@ -515,11 +523,12 @@ mod tests {
                 "profile": "iphone15",
                 "app": "shop",
                 "deviceId": "web-2",
+                "platform": "web",
                 "maxSteps": 20,
                 "timeoutSecs": 300,
             })
         );
-        assert!(every.follow);
+        assert!(every.detach);
     }
 
     #[test]

@@ -448,9 +448,7 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
     );
 
     // The CLI starts a task and follows it to its end.
-    let followed = harness
-        .run(["task", "run", "the third errand", "--follow"])
-        .unwrap();
+    let followed = harness.run(["task", "run", "the third errand"]).unwrap();
     assert_eq!(followed.code(), Some(0), "{followed}");
     assert!(
         followed.stdout().contains("Third errand done."),
