@@ -121,24 +121,30 @@ impl McpHost {
         if let Some(session) = &ctx.session {
             self.registry.record_session(session);
         }
+        self.serve_connection(ctx, reader, writer, ended).await;
+    }
+
+    /// Serves one MCP connection with `ctx` until either side closes it or `ended` resolves
+    /// (dropping the running service cancels it).
+    async fn serve_connection(
+        &self,
+        ctx: ToolCtx,
+        reader: BufReader<OwnedReadHalf>,
+        writer: OwnedWriteHalf,
+        ended: impl std::future::Future<Output = ()>,
+    ) {
         let (server, id) = self.registry.connection_server(ctx.clone());
-        let served = async {
-            match server.serve((reader, writer)).await {
-                Ok(running) => {
-                    self.registry.attach(id, ctx, running.peer().clone());
-                    let token = running.cancellation_token();
-                    tokio::select! {
-                        _ = running.waiting() => {}
-                        () = ended => {
-                            token.cancel();
-                        }
-                    }
-                    self.registry.detach(id);
+        match server.serve((reader, writer)).await {
+            Ok(running) => {
+                self.registry.attach(id, ctx, running.peer().clone());
+                tokio::select! {
+                    _ = running.waiting() => {}
+                    () = ended => {}
                 }
-                Err(error) => debug!(%error, "bound MCP connection ended before initialization"),
+                self.registry.detach(id);
             }
-        };
-        served.await;
+            Err(error) => debug!(%error, "socket MCP connection ended before initialization"),
+        }
     }
 
     /// Ends the HTTP `subscriptions/listen` streams (called at shutdown, before the drain).
@@ -391,15 +397,8 @@ impl McpHost {
         }
         self.registry.record_session(&session);
         let ctx = self.owner_ctx(Some(session.clone()));
-        let (server, id) = self.registry.connection_server(ctx.clone());
-        match server.serve((reader, writer)).await {
-            Ok(running) => {
-                self.registry.attach(id, ctx, running.peer().clone());
-                let _ = running.waiting().await;
-                self.registry.detach(id);
-            }
-            Err(error) => debug!(%error, "socket MCP connection ended before initialization"),
-        }
+        self.serve_connection(ctx, reader, writer, std::future::pending())
+            .await;
         let generation = {
             let mut sessions = lock_sessions(&self.socket_sessions);
             let Some(entry) = sessions.get_mut(&session) else {

@@ -131,23 +131,21 @@ async fn reconnect(
     initialize: Option<&Value>,
 ) -> anyhow::Result<Connection> {
     if let Dial::Voucher { .. } = dial {
-        for id in pending.drain() {
-            let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-            write_line(stdout, &json!({
-                "jsonrpc": "2.0", "id": id,
-                "error": { "code": -32603, "message": "The task's MCP connection ended: the task is over." }
-            })).await?;
-        }
+        fail_pending(
+            stdout,
+            pending,
+            "The task's MCP connection ended: the task is over.",
+        )
+        .await?;
         bail!("the daemon ended this task's MCP connection (the task is over)");
     }
     warn!("lost the daemon connection; reconnecting");
-    for id in pending.drain() {
-        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-        write_line(stdout, &json!({
-            "jsonrpc": "2.0", "id": id,
-            "error": { "code": -32603, "message": "The Paddock daemon restarted while this request was in flight; retry it. Device sessions ended with the restart: acquire a device again." }
-        })).await?;
-    }
+    fail_pending(
+        stdout,
+        pending,
+        "The Paddock daemon restarted while this request was in flight; retry it. Device sessions ended with the restart: acquire a device again.",
+    )
+    .await?;
     let mut connection = connect(dial, session).await?;
     if let Some(initialize) = initialize {
         let mut replay = initialize.clone();
@@ -244,6 +242,23 @@ async fn switch_to_mcp(
     answer?;
     let (reader, writer) = client.into_parts();
     Ok(Connection { reader, writer })
+}
+
+/// Answers every request still in flight with an internal error saying `message`.
+async fn fail_pending(
+    stdout: &mut tokio::io::Stdout,
+    pending: &mut HashSet<String>,
+    message: &str,
+) -> anyhow::Result<()> {
+    for id in pending.drain() {
+        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        write_line(
+            stdout,
+            &json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": message } }),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(

@@ -552,8 +552,9 @@ impl TaskHost {
                         // A message sent during this turn is answered by the next one.
                         return None;
                     }
-                    let result = run.summary().last_message.clone();
-                    run.summary().result = result;
+                    let mut summary = run.summary();
+                    summary.result = summary.last_message.clone();
+                    drop(summary);
                     Some(Ending {
                         state: TaskState::Completed,
                         reason: None,
@@ -700,11 +701,9 @@ impl TaskHost {
                 "no device `{id}` in the pool; listDevices shows them"
             )));
         }
-        let catalog = paddock_tools::catalog::builtin();
+        // The task policy names catalog tools only, so it answers for unknown names too.
         for name in &request.enable_tools {
-            if !catalog.iter().any(|tool| tool.def.name == name.as_str())
-                || !self.inner.policy.allows_tool(name)
-            {
+            if !self.inner.policy.allows_tool(name) {
                 return Err(ToolError::invalid_input(format!(
                     "`{name}` in `enableTools` is not a device tool a task's agent may use"
                 )));
@@ -832,28 +831,25 @@ fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// A recorded call as a trajectory step: arguments (passwords already masked) and outcome
-/// through the PII default filters.
+/// A stored call (see [`stored_call`]: already filtered) as a trajectory step.
 fn tool_step(seq: u64, call: &RecordedCall) -> TrajectoryStep {
-    let mut arguments = Value::Object(call.arguments.clone());
-    filter_value(&mut arguments);
     TrajectoryStep {
         seq,
         at_unix_ms: unix_ms(),
         kind: "tool".to_owned(),
         text: None,
         tool: Some(call.tool.clone()),
-        arguments: Some(arguments),
+        arguments: Some(Value::Object(call.arguments.clone())),
         ok: Some(call.ok),
-        outcome: Some(filtered_text(&call.outcome)),
+        outcome: Some(call.outcome.clone()),
         duration_ms: Some(call.duration_ms),
         screenshot: false,
     }
 }
 
-/// The stored form of a call: its trajectory arguments filtered like the step's. The plan
-/// arguments stay as typed (a replay must type the same text); password text is already a
-/// variable there.
+/// The stored form of a call: its arguments (passwords already masked) and outcome through
+/// the PII default filters; the trajectory step is built from it. The plan arguments stay as
+/// typed (a replay must type the same text); password text is already a variable there.
 fn stored_call(mut call: RecordedCall) -> RecordedCall {
     let mut arguments = Value::Object(std::mem::take(&mut call.arguments));
     filter_value(&mut arguments);
@@ -923,13 +919,13 @@ impl CallRecorder for TaskRecorder {
     fn record(&self, _session: &SessionKey, call: RecordedCall) {
         let run = &self.run;
         let seq = run.next_seq.fetch_add(1, Ordering::SeqCst);
+        let call = stored_call(call);
         let mut step = tool_step(seq, &call);
         let every = self.host.inner.options.screenshot_every;
         let count = run.tool_calls.load(Ordering::SeqCst);
         let shoot = call.ui_state.is_some() && every > 0 && count.is_multiple_of(every);
         step.screenshot = shoot;
-        self.host
-            .append(&run.owner(), seq, step, Some(stored_call(call)));
+        self.host.append(&run.owner(), seq, step, Some(call));
         if shoot && let Ok(device) = self.host.inner.pool.device(run.session.as_str()) {
             let host = self.host.clone();
             let owner = run.owner();
@@ -965,8 +961,9 @@ impl CallRecorder for SessionRecorder {
                 return;
             }
         };
+        let call = stored_call(call);
         let step = tool_step(seq, &call);
-        self.host.append(&owner, seq, step, Some(stored_call(call)));
+        self.host.append(&owner, seq, step, Some(call));
     }
 }
 

@@ -155,20 +155,24 @@ fn a_plan_replays_a_sign_in_and_reports_the_step_that_fails() {
     );
 }
 
-#[test]
-fn password_fields_carry_the_password_state() {
-    let (_app, harness) = fixture_daemon("/login", &[]);
-    let http = McpHttp::for_harness(&harness).unwrap();
-    let session = http.with_session("password-state");
+/// Acquires a device with the fixture app open for `session`; the elements it observes.
+fn fixture_elements(session: &McpHttp) -> Vec<Value> {
     let acquired = session.call("getWeb", json!({ "app": "fixture" })).unwrap();
     assert_eq!(acquired["isError"], false, "{acquired}");
     let page = session
         .call("observe", json!({ "format": "json" }))
         .unwrap();
-    let elements = page["structuredContent"]["elements"]
+    page["structuredContent"]["elements"]
         .as_array()
         .unwrap()
-        .clone();
+        .clone()
+}
+
+#[test]
+fn password_fields_carry_the_password_state() {
+    let (_app, harness) = fixture_daemon("/login", &[]);
+    let http = McpHttp::for_harness(&harness).unwrap();
+    let elements = fixture_elements(&http.with_session("password-state"));
     let states = |name: &str| {
         elements
             .iter()
@@ -326,17 +330,7 @@ fn a_recorded_session_exports_a_plan_that_survives_an_inserted_element() {
     let (app, harness) = fixture_daemon("/login", &["--web-warm", "2", "--tool-call-recording"]);
     let http = McpHttp::for_harness(&harness).unwrap();
     let recorded = http.with_session("recorded-sign-in");
-    let acquired = recorded
-        .call("getWeb", json!({ "app": "fixture" }))
-        .unwrap();
-    assert_eq!(acquired["isError"], false, "{acquired}");
-    let page = recorded
-        .call("observe", json!({ "format": "json" }))
-        .unwrap();
-    let elements = page["structuredContent"]["elements"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let elements = fixture_elements(&recorded);
     let reference = |name: &str, role: &str| {
         elements
             .iter()

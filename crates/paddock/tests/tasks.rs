@@ -22,7 +22,9 @@ const PASSWORD: &str = "hunter2-task-secret";
 /// A hang deadline, not a speed expectation.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-fn start(harness: &mut DaemonHarness, model: &ScriptedModel, app: &FixtureApp) {
+/// Starts the harness's daemon with Claude Code pointed at `model`, the fixture app, and
+/// `warm` warm web devices.
+fn start(harness: &mut DaemonHarness, model: &ScriptedModel, app: &FixtureApp, warm: &str) {
     harness
         .with_agent_clis()
         .unwrap()
@@ -30,7 +32,7 @@ fn start(harness: &mut DaemonHarness, model: &ScriptedModel, app: &FixtureApp) {
         .set_env("ANTHROPIC_API_KEY", KEY);
     let app_arg = format!("fixture={}", app.url("/"));
     harness
-        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
+        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", warm])
         .unwrap();
 }
 
@@ -39,7 +41,7 @@ fn an_agent_signs_in_on_its_own_device_and_what_it_did_replays_as_a_plan() {
     let app = FixtureApp::start().unwrap();
     let model = ScriptedModel::start(sign_in_turns(PASSWORD)).unwrap();
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    start(&mut harness, &model, &app);
+    start(&mut harness, &model, &app, "1");
     let http = McpHttp::for_harness(&harness).unwrap();
 
     let listed = http.tool_names().unwrap();
@@ -156,7 +158,7 @@ fn wait_scripted(model: &ScriptedModel, count: usize) {
 /// A daemon with Claude Code and the fixture app, for one scenario.
 fn daemon(model: &ScriptedModel, app: &FixtureApp) -> (DaemonHarness, McpHttp) {
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    start(&mut harness, model, app);
+    start(&mut harness, model, app, "1");
     let http = McpHttp::for_harness(&harness).unwrap();
     (harness, http)
 }
@@ -394,15 +396,7 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
     ])
     .unwrap();
     let mut harness = DaemonHarness::new(BIN).unwrap();
-    harness
-        .with_agent_clis()
-        .unwrap()
-        .set_env("ANTHROPIC_BASE_URL", model.base_url())
-        .set_env("ANTHROPIC_API_KEY", KEY);
-    let app_arg = format!("fixture={}", app.url("/"));
-    harness
-        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "2"])
-        .unwrap();
+    start(&mut harness, &model, &app, "2");
     let http = McpHttp::for_harness(&harness).unwrap();
     let first = run_task(
         &http,
@@ -460,9 +454,7 @@ fn two_tasks_run_at_once_on_their_own_devices_and_the_cli_follows_one_to_its_end
     wait_scripted(&model, 4);
     harness.run(["daemon", "stop"]).unwrap().success().unwrap();
     model.release();
-    harness
-        .start_detached(&["--web-app", app_arg.as_str(), "--web-warm", "1"])
-        .unwrap();
+    start(&mut harness, &model, &app, "1");
     let http = McpHttp::for_harness(&harness).unwrap();
     let after = http.call("getTask", json!({ "taskId": held })).unwrap();
     let summary = &after["structuredContent"]["summary"];
