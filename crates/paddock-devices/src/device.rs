@@ -322,6 +322,11 @@ pub trait Device: Send + Sync {
     fn died(&self) -> BoxFuture<'static, ()>;
     fn pid(&self) -> Option<u32>;
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+    /// The web device behind this one, for the web-only tools (tabs, files, storage, logs,
+    /// settings, PDF, page script); `None` on every other platform.
+    fn as_web(&self) -> Option<&crate::web::WebDevice> {
+        None
+    }
     /// Installs the app package `bytes` (an Android APK); answers the installer's verdict.
     fn install_app(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<String, DeviceError>> {
         drop(bytes);

@@ -883,6 +883,10 @@ impl Device for WebDevice {
         self.pid
     }
 
+    fn as_web(&self) -> Option<&WebDevice> {
+        Some(self)
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let child = self.child.lock().ok().and_then(|mut child| child.take());
