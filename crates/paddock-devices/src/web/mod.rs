@@ -712,7 +712,19 @@ async fn open_page(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let session = Some(session_id.as_str());
+    prepare_session(cdp, &session_id, profile, orientation).await?;
+    Ok((context_id, target_id, session_id))
+}
+
+/// Readies a page target's CDP session: page events, the in-page helper on every document,
+/// and `profile`'s emulation. Every tab of a device goes through here.
+async fn prepare_session(
+    cdp: &Cdp,
+    session_id: &str,
+    profile: &Profile,
+    orientation: Orientation,
+) -> Result<(), DeviceError> {
+    let session = Some(session_id);
     cdp.call(session, "Page.enable", json!({}), CALL_TIMEOUT)
         .await
         .map_err(cdp_error)?;
@@ -724,8 +736,7 @@ async fn open_page(
     )
     .await
     .map_err(cdp_error)?;
-    apply_emulation(cdp, &session_id, profile, orientation).await?;
-    Ok((context_id, target_id, session_id))
+    apply_emulation(cdp, session_id, profile, orientation).await
 }
 
 async fn apply_emulation(

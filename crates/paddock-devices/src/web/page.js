@@ -332,6 +332,14 @@
       if (!el) return { found: false };
       return describeTarget(el);
     },
+    // The element a query names (`{ref}`, `{id}` or `{text}`), or null: for CDP commands that
+    // take a node, such as setting a file input's files.
+    elementFor(query) {
+      if (query.ref) return byRef(query.ref);
+      if (query.id) return document.getElementById(query.id);
+      if (query.text) return byText(query.text).el;
+      return null;
+    },
     focused() {
       const el = document.activeElement;
       if (!el || el === document.body) return { found: false };
