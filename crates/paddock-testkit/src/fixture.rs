@@ -5,7 +5,13 @@
 //!
 //! Pages: `/`, `/login` (`?notice=1` puts a notice before the form), `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
 //! after 1500 ms), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
-//! `/storage`; anything else is a 404 page with the heading "Not found".
+//! `/storage`, and the pages of [`real_web`] (`/components`, `/frames`, `/frame/form`,
+//! `/frame/note`, `/todo`); anything else is a 404 page with the heading "Not found".
+//!
+//! The app answers on `127.0.0.2` too, on the same port: a page of `127.0.0.1` can embed a
+//! frame of another site (Chromium gives it its own process), see [`FixtureApp::cross_site_url`].
+
+mod real_web;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -34,32 +40,46 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct FixtureApp {
     addr: SocketAddr,
+    /// The same port on `127.0.0.2`, another site.
+    cross_site: SocketAddr,
     stop: Arc<AtomicBool>,
     requests: Arc<AtomicUsize>,
-    accept: Option<JoinHandle<()>>,
+    accept: Vec<JoinHandle<()>>,
 }
 
 impl FixtureApp {
-    /// Binds `127.0.0.1:0` and starts serving.
+    /// Binds a free port on `127.0.0.1` and the same port on `127.0.0.2`, and starts serving.
     pub fn start() -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).context("bind fixture app")?;
+        let (listener, cross_listener) = bind_pair()?;
         let addr = listener.local_addr().context("fixture app address")?;
+        let cross_site = cross_listener.local_addr().context("fixture app address")?;
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicUsize::new(0));
-        let accept = std::thread::Builder::new()
-            .name("fixture-accept".to_owned())
-            .spawn({
-                let stop = Arc::clone(&stop);
-                let requests = Arc::clone(&requests);
-                move || accept_loop(&listener, &stop, &requests)
-            })
-            .context("spawn fixture accept thread")?;
+        let mut accept = Vec::new();
+        for listener in [listener, cross_listener] {
+            accept.push(
+                std::thread::Builder::new()
+                    .name("fixture-accept".to_owned())
+                    .spawn({
+                        let stop = Arc::clone(&stop);
+                        let requests = Arc::clone(&requests);
+                        move || accept_loop(&listener, &stop, &requests)
+                    })
+                    .context("spawn fixture accept thread")?,
+            );
+        }
         Ok(Self {
             addr,
+            cross_site,
             stop,
             requests,
-            accept: Some(accept),
+            accept,
         })
+    }
+
+    /// `http://127.0.0.2:PORT{path}`: the same app as another site.
+    pub fn cross_site_url(&self, path: &str) -> String {
+        format!("http://127.0.0.2:{}{path}", self.cross_site.port())
     }
 
     pub fn port(&self) -> u16 {
@@ -81,15 +101,33 @@ impl FixtureApp {
 impl Drop for FixtureApp {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // One connection wakes the blocked `accept`; the loop then sees the flag and returns.
+        // One connection wakes each blocked `accept`; the loop then sees the flag and returns.
         // If even that fails the thread is left behind rather than hanging the test.
-        let woke = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5)).is_ok();
-        if let Some(accept) = self.accept.take()
-            && woke
+        for (addr, accept) in [self.addr, self.cross_site]
+            .into_iter()
+            .zip(std::mem::take(&mut self.accept))
         {
-            let _ = accept.join();
+            if TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_ok() {
+                let _ = accept.join();
+            }
         }
     }
+}
+
+/// A free port on `127.0.0.1` that is free on `127.0.0.2` as well.
+fn bind_pair() -> anyhow::Result<(TcpListener, TcpListener)> {
+    let mut last = None;
+    for _ in 0..50 {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).context("bind fixture app")?;
+        let port = listener.local_addr().context("fixture app address")?.port();
+        match TcpListener::bind(("127.0.0.2", port)) {
+            Ok(cross) => return Ok((listener, cross)),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(anyhow::anyhow!(
+        "no port was free on both 127.0.0.1 and 127.0.0.2: {last:?}"
+    ))
 }
 
 fn accept_loop(listener: &TcpListener, stop: &Arc<AtomicBool>, requests: &Arc<AtomicUsize>) {
@@ -227,6 +265,43 @@ fn route(path: &str, query: &str) -> (u16, String) {
         "/keys" => (200, page("Keys - Fixture", KEYS_BODY, KEYS_SCRIPT)),
         "/drag" => (200, page("Drag - Fixture", DRAG_BODY, DRAG_SCRIPT)),
         "/storage" => (200, page("Storage - Fixture", STORAGE_BODY, STORAGE_SCRIPT)),
+        "/components" => (
+            200,
+            page(
+                "Components - Fixture",
+                &format!(
+                    "{}\n{}",
+                    real_web::COMPONENTS_STYLE,
+                    real_web::COMPONENTS_BODY
+                ),
+                real_web::COMPONENTS_SCRIPT,
+            ),
+        ),
+        "/frames" => (
+            200,
+            page(
+                "Frames - Fixture",
+                real_web::FRAMES_BODY,
+                real_web::FRAMES_SCRIPT,
+            ),
+        ),
+        "/frame/form" => (
+            200,
+            page(
+                "Form - Fixture",
+                real_web::FRAME_FORM_BODY,
+                real_web::FRAME_FORM_SCRIPT,
+            ),
+        ),
+        "/frame/note" => (200, page("Note - Fixture", real_web::FRAME_NOTE_BODY, "")),
+        "/todo" => (
+            200,
+            page(
+                "Todos - Fixture",
+                &format!("{}\n{}", real_web::TODO_STYLE, real_web::TODO_BODY),
+                real_web::TODO_SCRIPT,
+            ),
+        ),
         _ => match path.strip_prefix("/item/").and_then(item_number) {
             Some(n) => (200, item(n)),
             None => (404, not_found(path)),

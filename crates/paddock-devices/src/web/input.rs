@@ -49,7 +49,7 @@ pub(super) async fn perform(
         Action::ClearText { target } => {
             focus_editable(device, target.as_ref()).await?;
             device
-                .eval("window.__paddock.selectFocused()", false)
+                .eval_focused("window.__paddock.selectFocused()")
                 .await?;
             key(device, "Backspace", "Backspace", 8, None).await?;
             Ok(None)
@@ -111,7 +111,7 @@ pub(super) async fn perform(
         }
         Action::ClipboardCopy => {
             let selected = device
-                .eval("window.__paddock.selectionText()", false)
+                .eval_focused("window.__paddock.selectionText()")
                 .await?;
             let text = selected.as_str().unwrap_or_default().to_owned();
             if text.is_empty() {
@@ -124,12 +124,7 @@ pub(super) async fn perform(
         }
         Action::ClipboardPaste => {
             let text = device.state.lock().await.clipboard.clone();
-            if device
-                .eval("window.__paddock.focused()", false)
-                .await?
-                .get("editable")
-                != Some(&Value::Bool(true))
-            {
+            if device.focus().await?.1.get("editable") != Some(&Value::Bool(true)) {
                 return Err(DeviceError::InvalidInput(
                     "no text field is focused to paste into".into(),
                 ));
@@ -311,9 +306,7 @@ async fn swipe(
     };
     for done in 0..swipes {
         if let Some(query) = &query {
-            let found = device
-                .eval(&format!("window.__paddock.locate({query})"), false)
-                .await?;
+            let found = device.locate(query).await?;
             if visible(&found) {
                 return Ok(Some(format!(
                     "`{}` is visible after {done} swipe(s)",
@@ -346,15 +339,7 @@ async fn swipe(
             if after.get("scroll") == before.get("scroll")
                 && after.get("content") == before.get("content")
             {
-                let found = device
-                    .eval(
-                        &format!(
-                            "window.__paddock.locate({})",
-                            query.clone().unwrap_or_default()
-                        ),
-                        false,
-                    )
-                    .await?;
+                let found = device.locate(&query.clone().unwrap_or_default()).await?;
                 if visible(&found) {
                     return Ok(Some(format!(
                         "`{}` is visible after {} swipe(s)",
@@ -371,9 +356,7 @@ async fn swipe(
         }
     }
     if let Some(query) = &query {
-        let found = device
-            .eval(&format!("window.__paddock.locate({query})"), false)
-            .await?;
+        let found = device.locate(query).await?;
         if visible(&found) {
             return Ok(Some(format!(
                 "`{}` is visible after {swipes} swipe(s)",
@@ -403,7 +386,7 @@ async fn focus_editable(device: &WebDevice, target: Option<&Target>) -> Result<(
         }
         tap(device, x, y, TapKind::Tap).await?;
     }
-    let focused = device.eval("window.__paddock.focused()", false).await?;
+    let (_, focused) = device.focus().await?;
     if focused.get("editable") != Some(&Value::Bool(true)) {
         return Err(DeviceError::InvalidInput(
             "no text field is focused; pass a target (ref, text or id) to type into".into(),

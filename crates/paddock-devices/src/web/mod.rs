@@ -3,6 +3,7 @@
 //! between sessions) and mobile emulation from its [`Profile`].
 
 pub mod cdp;
+mod frames;
 mod input;
 
 use std::path::PathBuf;
@@ -72,6 +73,8 @@ pub struct WebDevice {
     notices: Arc<Mutex<Vec<String>>>,
     alive: Arc<AtomicBool>,
     died: tokio::sync::watch::Receiver<bool>,
+    /// The cross-origin frames of every tab.
+    frames: Arc<frames::Frames>,
 }
 
 impl std::fmt::Debug for WebDevice {
@@ -216,6 +219,8 @@ impl WebDevice {
                 let _ = died_tx.send(true);
             });
         }
+        let frames = Arc::new(frames::Frames::default());
+        frames.watch(&cdp);
         let (context_id, target_id, session_id) =
             open_page(&cdp, &profile, Orientation::Portrait).await?;
         let loading = Arc::new(AtomicBool::new(false));
@@ -247,6 +252,7 @@ impl WebDevice {
             notices,
             alive,
             died,
+            frames,
         }))
     }
 
@@ -265,15 +271,30 @@ impl WebDevice {
     /// Evaluates `expression` (which may use `window.__paddock`) and returns its JSON value,
     /// injecting the helper first when the document does not have it yet.
     async fn eval(&self, expression: &str, await_promise: bool) -> Result<Value, DeviceError> {
+        let session = self.session().await;
+        self.eval_on(&session, expression, await_promise).await
+    }
+
+    /// [`eval`](Self::eval) in the document of `session` (a tab's, or a frame's).
+    async fn eval_on(
+        &self,
+        session: &str,
+        expression: &str,
+        await_promise: bool,
+    ) -> Result<Value, DeviceError> {
         let wrapped = format!(
             "(() => {{ if (!window.__paddock) {{ {PAGE_JS} }} return ({expression}); }})()"
         );
         let result = self
+            .cdp
             .call(
+                Some(session),
                 "Runtime.evaluate",
                 json!({ "expression": wrapped, "returnByValue": true, "awaitPromise": await_promise }),
+                CALL_TIMEOUT,
             )
-            .await?;
+            .await
+            .map_err(cdp_error)?;
         if let Some(exception) = result.get("exceptionDetails") {
             let text = exception
                 .pointer("/exception/description")
@@ -291,6 +312,12 @@ impl WebDevice {
     /// Waits until navigation has finished and the DOM has been quiet for a moment, at most
     /// `bound`. Returns whether it settled.
     async fn settle(&self, bound: Duration) -> bool {
+        self.settle_since(bound, tokio::time::Instant::now()).await
+    }
+
+    /// [`settle`](Self::settle) after an action that started at `since`: a route change
+    /// (history or hash) since then must have rendered before the page counts as settled.
+    async fn settle_since(&self, bound: Duration, since: tokio::time::Instant) -> bool {
         let deadline = tokio::time::Instant::now() + bound;
         // Give a just-dispatched input a moment to start a navigation.
         tokio::time::sleep(Duration::from_millis(30)).await;
@@ -306,7 +333,13 @@ impl WebDevice {
             let remaining = deadline - now;
             let millis = remaining.as_millis().min(10_000);
             match self
-                .eval(&format!("window.__paddock.settle(80, {millis})"), true)
+                .eval(
+                    &format!(
+                        "window.__paddock.settle(80, {millis}, {})",
+                        since.elapsed().as_millis() + 5
+                    ),
+                    true,
+                )
                 .await
             {
                 Ok(Value::Bool(true)) if !self.loading.load(Ordering::SeqCst) => return true,
@@ -324,7 +357,7 @@ impl WebDevice {
             let state = self.state.lock().await;
             (state.ref_base, state.orientation, state.app.clone())
         };
-        let raw = self
+        let mut raw = self
             .eval(
                 &format!(
                     "window.__paddock.observe({{ full: {}, refBase: {ref_base} }})",
@@ -333,6 +366,7 @@ impl WebDevice {
                 false,
             )
             .await?;
+        self.merge_frames(&mut raw, options.full).await;
         let next_ref = raw
             .get("nextRef")
             .and_then(Value::as_u64)
@@ -467,9 +501,7 @@ impl WebDevice {
             Target::Text(text) => json!({ "text": text }),
             Target::Id(id) => json!({ "id": id }),
         };
-        let found = self
-            .eval(&format!("window.__paddock.locate({query})"), false)
-            .await?;
+        let found = self.locate(&query).await?;
         if found.get("found") != Some(&Value::Bool(true)) {
             return Err(DeviceError::NotFound(match target {
                 Target::Ref(reference) => format!(
@@ -736,7 +768,8 @@ async fn prepare_session(
     )
     .await
     .map_err(cdp_error)?;
-    apply_emulation(cdp, session_id, profile, orientation).await
+    apply_emulation(cdp, session_id, profile, orientation).await?;
+    frames::auto_attach(cdp, session_id).await
 }
 
 async fn apply_emulation(
@@ -812,8 +845,9 @@ impl Device for WebDevice {
             if !self.is_alive() {
                 return Err(DeviceError::Lost("its browser exited".into()));
             }
+            let started = tokio::time::Instant::now();
             let detail = self.act_inner(action).await?;
-            let settled = settle.is_zero() || self.settle(settle).await;
+            let settled = settle.is_zero() || self.settle_since(settle, started).await;
             let mut observation = self.observe_inner(observe).await?;
             observation.settled = Some(settled);
             Ok(ActionOutcome {
@@ -867,6 +901,7 @@ impl Device for WebDevice {
             if let Ok(mut notices) = self.notices.lock() {
                 notices.clear();
             }
+            self.frames.clear();
             self.loading.store(false, Ordering::SeqCst);
             let mut state = self.state.lock().await;
             state.context_id = context_id;
