@@ -1,6 +1,12 @@
-//! Web devices on pages built the way real apps are: custom elements, shadow roots, frames of
-//! the same origin and of another site, controls drawn over transparent ones, a late router.
+//! Web devices on pages built the way real apps are (the fixture's `/components`, `/frames`
+//! and `/todo`): custom elements, open and closed shadow roots, controls drawn over transparent
+//! ones, a same-origin and a cross-site iframe, and a hash router that renders late. The
+//! scenario runs through the official Python SDK over `paddock mcp`
+//! (`tests/clients/python/real_web_check.py`); the observations are snapshots.
 #![cfg(test)]
+
+use std::path::PathBuf;
+use std::process::Command;
 
 use paddock_testkit::fixture::FixtureApp;
 use paddock_testkit::{DaemonHarness, McpHttp};
@@ -8,74 +14,238 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 
-struct World {
-    _harness: DaemonHarness,
-    http: McpHttp,
-    app: FixtureApp,
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn world() -> World {
+fn python() -> PathBuf {
+    std::env::var_os("PADDOCK_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/test-clients/venv/bin/python"))
+}
+
+fn answer<'a>(report: &'a Value, key: &str) -> &'a str {
+    assert_eq!(report[key]["error"], false, "{key}: {report:#}");
+    report[key]["text"].as_str().unwrap_or_default()
+}
+
+fn error<'a>(report: &'a Value, key: &str) -> &'a str {
+    assert_eq!(report[key]["error"], true, "{key} should fail: {report:#}");
+    report[key]["text"].as_str().unwrap_or_default()
+}
+
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|line| line.contains(needle)).collect()
+}
+
+#[test]
+fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
     let app = FixtureApp::start().unwrap();
     let harness = DaemonHarness::new(BIN).unwrap();
     harness.start_detached(&["--web-warm", "1"]).unwrap();
-    let http = McpHttp::for_harness(&harness).unwrap().with_session("real-web");
+    let mut command = Command::new(python());
+    command
+        .arg(repo().join("tests/clients/python/real_web_check.py"))
+        .args([BIN, "real-web-python", &app.url("/")])
+        .env_clear()
+        .envs(harness.client_env_vars())
+        .env("PADDOCK_TOKEN_FILE", harness.paths().token_file)
+        .current_dir(harness.launch_dir());
+    let output = command.output().expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "--- stdout\n{stdout}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {stdout}"));
+    answer(&report, "getWeb");
+
+    // What a person sees: the counter as one line, in reading order, though its words sit in
+    // a custom element; the shadow root's heading (slotted), checkbox and button; the closed
+    // root's host; the SVG label; both hidden checkboxes, at the box a finger would hit.
+    let components = answer(&report, "components");
+    for expected in [
+        r#" text "3 items left" @"#,
+        r#" heading/2 "Shadow settings" @"#,
+        r#" checkbox "Notifications" @"#,
+        r#" button "Save settings" @"#,
+        r#" x-vault "Vault" [closed-shadow-root] @"#,
+        r#" text "Chart label" @"#,
+        r#" checkbox "Fancy option" [hidden-control] @16,"#,
+        r#" checkbox "Quiet mode" [hidden-control] @"#,
+    ] {
+        assert_eq!(
+            lines_with(components, expected).len(),
+            1,
+            "{expected} in:\n{components}"
+        );
+    }
+    assert!(!components.contains(r#"text "items left""#), "{components}");
+    // The transparent checkbox is 44x44 where it lies; the clipped one is its label's box.
+    assert!(
+        lines_with(components, "Fancy option\" [hidden-control]")[0].ends_with("44x44"),
+        "{components}"
+    );
+    // Actions inside the shadow root, on the closed root's host, on hidden controls.
+    assert!(
+        answer(&report, "tapShadowCheckbox").contains("checkbox \"Notifications\" [checked"),
+        "{report:#}"
+    );
+    assert!(
+        answer(&report, "tapShadowButton").contains("Saved: notifications on"),
+        "{report:#}"
+    );
+    assert!(
+        answer(&report, "tapClosedHost").contains("Vault opened"),
+        "{report:#}"
+    );
+    assert!(
+        answer(&report, "tapTransparent").contains("fancy on, quiet off"),
+        "{report:#}"
+    );
+    assert!(
+        answer(&report, "tapSrOnly").contains("fancy on, quiet on"),
+        "{report:#}"
+    );
+    // No silent substring tap: the near miss is named with its ref.
+    let near = error(&report, "tapNearMiss");
+    assert!(near.contains("[not_found]"), "{near}");
+    assert!(near.contains("checkbox \"Fancy option\""), "{near}");
+
+    // Frames: the same-origin form's refs are the page's; the cross-site form's come from its
+    // own frame target (the `f<n>` prefix), merged at the iframe's place.
+    let frames = answer(&report, "frames");
+    let fields: Vec<&str> = report["frameFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(fields.len(), 2, "{frames}");
+    assert!(fields[0].starts_with('e'), "{frames}");
+    assert!(
+        fields[1].starts_with('f') && fields[1].contains('e'),
+        "{frames}"
+    );
+    assert!(
+        frames.contains(r#" text "Served by another site" @"#),
+        "{frames}"
+    );
+    assert!(
+        frames.contains(r#" text "Badge: Beta Badge: Fast" @"#),
+        "{frames}"
+    );
+    let order: Vec<usize> = [
+        r#"iframe "Same-origin form""#,
+        &format!("{} textbox \"Name\"", fields[0]),
+        r#"iframe "Cross-site form""#,
+        &format!("{} textbox \"Name\"", fields[1]),
+        r#"iframe "Cross-site note""#,
+    ]
+    .iter()
+    .map(|needle| {
+        frames
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}:\n{frames}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{frames}");
+    assert!(
+        answer(&report, "greetSameOrigin").contains("Hello, Ada from 127.0.0.1"),
+        "{report:#}"
+    );
+    assert!(
+        answer(&report, "greetCrossSite").contains("Hello, Grace from 127.0.0.2"),
+        "{report:#}"
+    );
+    // The focus inside the cross-site frame: clearing and typing into the focused field.
+    answer(&report, "clearCrossSite");
+    assert!(
+        answer(&report, "typeFocusedCrossSite").contains("=\"Linus\""),
+        "{report:#}"
+    );
+    assert!(
+        answer(&report, "enterCrossSite").contains("Hello, Linus from 127.0.0.2"),
+        "{report:#}"
+    );
+    // The cross-site field sits inside its iframe's box in page coordinates.
+    let elements = report["framesJson"]["elements"].as_array().unwrap();
+    let bounds = |reference: &str| -> Vec<i64> {
+        elements
+            .iter()
+            .find(|element| element["ref"] == reference)
+            .and_then(|element| element["bounds"].as_array())
+            .unwrap_or_else(|| panic!("{reference} in {elements:?}"))
+            .iter()
+            .filter_map(Value::as_i64)
+            .collect()
+    };
+    let iframe = elements
+        .iter()
+        .find(|element| element["name"] == "Cross-site form")
+        .and_then(|element| element["ref"].as_str())
+        .unwrap();
+    let (outer, inner) = (bounds(iframe), bounds(fields[1]));
+    assert!(
+        inner[0] >= outer[0]
+            && inner[1] >= outer[1]
+            && inner[0] + inner[2] <= outer[0] + outer[2]
+            && inner[1] + inner[3] <= outer[1] + outer[3],
+        "{outer:?} {inner:?}"
+    );
+
+    // The list app: the filter renders 150 ms after the hash changes, and the answer that
+    // says settled shows the filtered list.
+    let toggled = answer(&report, "toggle");
+    assert!(toggled.contains("2 items left"), "{toggled}");
+    let completed = answer(&report, "filterCompleted");
+    assert!(completed.contains("settled: true"), "{completed}");
+    assert!(completed.contains("Walk dog"), "{completed}");
+    assert!(
+        !completed.contains("Buy milk") && !completed.contains("Write code"),
+        "the answer shows the old route:\n{completed}"
+    );
+    // `Completed` tapped the link, not "Clear completed"; `Clear` taps nothing.
+    assert!(completed.contains("todo#/completed"), "{completed}");
+    let clear = error(&report, "tapClear");
+    assert!(clear.contains("button \"Clear completed\""), "{clear}");
+    let all = answer(&report, "filterAll");
+    assert!(
+        all.contains("Buy milk") && all.contains("Write code"),
+        "{all}"
+    );
+}
+
+#[test]
+fn observe_snapshots_of_real_web_pages() {
+    let app = FixtureApp::start().unwrap();
+    let harness = DaemonHarness::new(BIN).unwrap();
+    harness.start_detached(&["--web-warm", "1"]).unwrap();
+    let http = McpHttp::for_harness(&harness)
+        .unwrap()
+        .with_session("real-web-snap");
     let acquired = http.call("getWeb", json!({})).unwrap();
     assert_eq!(acquired["isError"], false, "{acquired}");
-    World {
-        _harness: harness,
-        http,
-        app,
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[port]");
+    settings.add_filter(r"web-\d+", "web-[n]");
+    settings.add_filter(r"@-?\d+,-?\d+ \d+x\d+", "@[bounds]");
+    settings.add_filter(r"\b[ef]\d+(e\d+)?\b", "[ref]");
+    let _guard = settings.bind_to_scope();
+    for (name, path) in [
+        ("components", "/components"),
+        ("frames", "/frames"),
+        ("todo", "/todo"),
+    ] {
+        let opened = http
+            .call("openLink", json!({ "url": app.url(path) }))
+            .unwrap();
+        assert_eq!(opened["isError"], false, "{opened}");
+        let observed = http.call("observe", json!({})).unwrap();
+        assert_eq!(observed["isError"], false, "{observed}");
+        let text = observed["content"][0]["text"].as_str().unwrap_or_default();
+        insta::assert_snapshot!(format!("observe_{name}"), text);
     }
-}
-
-fn call(http: &McpHttp, tool: &str, arguments: Value) -> Value {
-    let result = http.call(tool, arguments).unwrap();
-    assert_eq!(result["isError"], false, "{tool}: {result}");
-    result
-}
-
-fn text(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
-}
-
-#[test]
-fn dump() {
-    let world = world();
-    for path in ["/components", "/frames", "/todo"] {
-        call(&world.http, "openLink", json!({ "url": world.app.url(path) }));
-        let observed = call(&world.http, "observe", json!({}));
-        println!("==== {path}\n{}", text(&observed));
-    }
-}
-
-#[test]
-fn dump_actions() {
-    let world = world();
-    let http = &world.http;
-    call(http, "openLink", json!({ "url": world.app.url("/components") }));
-    println!("{}", text(&call(http, "tapOn", json!({ "text": "Notifications" }))));
-    println!("{}", text(&call(http, "tapOn", json!({ "text": "Save settings" }))));
-    println!("{}", text(&call(http, "tapOn", json!({ "id": "fancy" }))));
-    println!("{}", text(&call(http, "tapOn", json!({ "text": "Quiet mode" }))));
-    println!("{}", text(&http.call("tapOn", json!({ "text": "Vault" })).unwrap()));
-    println!("{}", text(&http.call("tapOn", json!({ "text": "Fancy" })).unwrap()));
-    call(http, "openLink", json!({ "url": world.app.url("/frames") }));
-    let observed = call(http, "observe", json!({ "format": "json" }));
-    let elements = observed["structuredContent"]["elements"].as_array().unwrap().clone();
-    let refs: Vec<String> = elements.iter().filter(|e| e["role"] == "textbox").map(|e| e["ref"].as_str().unwrap().to_owned()).collect();
-    println!("{refs:?}");
-    println!("{}", text(&call(http, "inputText", json!({ "ref": refs[1], "text": "Cross" }))));
-    println!("{}", text(&call(http, "pressButton", json!({ "button": "enter" }))));
-    println!("{}", text(&call(http, "inputText", json!({ "ref": refs[0], "text": "Same" }))));
-    println!("{}", text(&call(http, "tapOn", json!({ "text": "Greet" }))));
-    println!("{}", text(&call(http, "observe", json!({}))));
-    call(http, "openLink", json!({ "url": world.app.url("/todo") }));
-    for item in ["Buy milk", "Walk dog", "Write code"] {
-        call(http, "inputText", json!({ "label": "What needs to be done?", "text": item }));
-        call(http, "pressButton", json!({ "button": "enter" }));
-    }
-    println!("{}", text(&call(http, "tapOn", json!({ "text": "Toggle Walk dog" }))));
-    println!("{}", text(&call(http, "tapOn", json!({ "text": "Completed" }))));
-    println!("{}", text(&call(http, "observe", json!({}))));
-    println!("{}", text(&http.call("tapOn", json!({ "text": "Clear" })).unwrap()));
 }

@@ -303,7 +303,7 @@
       if (!getComputedStyle(el).display.startsWith("inline")) return false;
       if (!el.shadowRoot) {
         if (el.childElementCount === 0) return true;
-        if (el.querySelector("a[href],button,input,select,textarea,iframe,slot,[role],[tabindex],[onclick],[contenteditable]")) return false;
+        if (el.querySelector("a[href],button,input,select,textarea,iframe,[role],[tabindex],[onclick],[contenteditable]")) return false;
       }
     }
     for (const child of renderedChildren(el)) {
