@@ -49,7 +49,7 @@ impl Tool for Observe {
     const DEF: ToolDef = ToolDef::new(
         "observe",
         "Observe the screen",
-        "Lists what is on screen for the session's device: each element's ref (stable while the element lives), role, name or text, value, non-default states and bounds (x,y width x height in CSS pixels), the focused element, the open modal dialog, screen size, app and URL, and how much content lies off screen. `full: true` lists the whole document. `screenshot: true` adds a downscaled JPEG. `format: json` returns structured data instead of text.",
+        "Lists what is on screen for the session's device: each element's ref (stable while the element lives), role, name or text, value, non-default states and bounds (x,y width x height in CSS pixels), the focused element, the open modal dialog, screen size, app and URL, and how much content lies off screen. On web pages text is listed in reading order, one visual line per element, and the list includes open shadow roots and iframes in place (refs like `f2e5` are inside a cross-origin frame); `hidden-control` marks a control drawn over by a custom one (its bounds are what a finger hits, act on it as usual), `closed-shadow-root` a component whose insides cannot be read (tap its ref or a point). `full: true` lists the whole document. `screenshot: true` adds a downscaled JPEG. `format: json` returns structured data instead of text.",
         Hints::READ,
     )
     .on_device(WEB_AND_ANDROID);
