@@ -444,7 +444,13 @@ impl WebDevice {
             viewport_height.max(1.0),
             dpr.max(0.1),
         );
-        let target_width = f64::from(width.unwrap_or(u32::MAX)).min(viewport_width * dpr);
+        // By default the image is in CSS pixels, as the page lays itself out: Chromium then
+        // renders the clip once at scale 1 instead of at the device scale factor and
+        // downscaling, which is most of a screenshot's cost. A wider `width` (up to the device
+        // pixels) asks for the sharper image.
+        let target_width = width
+            .map_or(viewport_width, f64::from)
+            .min(viewport_width * dpr);
         // Chromium renders the clip at `scale` times the device pixel ratio, so the ratio is
         // divided out: the image is `target_width` pixels wide.
         let scale = (target_width / (viewport_width * dpr)).max(0.01);

@@ -1,0 +1,272 @@
+//! The real-web half of `paddock-bench devices`: the frames page (three iframes, two of
+//! another site, and two shadow roots) observed by both servers, and a list-app scenario (add,
+//! complete, filter, edit, delete) scripted identically against both, counting every character
+//! the script had to read and the wall time.
+//!
+//! The script reads Paddock's action answers (the screen, or the changes since the last
+//! observation) where it reads Playwright MCP's action answers (which carry its page
+//! snapshot), and at the two checkpoints it reads `observe` where it reads `browser_snapshot`.
+//! Playwright's refs are looked up in its snapshot text by role and name, as an agent would.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+use super::{Measurement, check_observation};
+use crate::mcp_client::{McpClient, ToolAnswer};
+
+/// Items the scenario adds.
+const ITEMS: [&str; 3] = ["Buy milk", "Walk dog", "Write code"];
+
+/// Both servers on the frames page, alternating.
+#[derive(Debug, Default)]
+pub(super) struct FramesMeasurements {
+    pub observe: Measurement,
+    pub snapshot: Measurement,
+}
+
+pub(super) fn measure_frames(
+    paddock: &mut McpClient,
+    mut playwright: Option<&mut McpClient>,
+    url: &str,
+    iterations: u32,
+    warmup: u32,
+) -> anyhow::Result<FramesMeasurements> {
+    let session = "bench-frames";
+    paddock.call_tool("getWeb", &json!({}), Some(session))?;
+    paddock.call_tool("openLink", &json!({ "url": url }), Some(session))?;
+    if let Some(playwright) = playwright.as_deref_mut() {
+        playwright.call_tool("browser_navigate", &json!({ "url": url }), None)?;
+    }
+    // Frames load after the page: wait until both show the cross-site note.
+    let note = "Served by another site";
+    wait_for_text(
+        || paddock.call_tool("observe", &json!({}), Some(session)),
+        note,
+    )
+    .context("paddock never showed the cross-site frame")?;
+    if let Some(playwright) = playwright.as_deref_mut() {
+        wait_for_text(
+            || playwright.call_tool("browser_snapshot", &json!({}), None),
+            note,
+        )
+        .context("Playwright MCP never showed the cross-site frame")?;
+    }
+    let mut frames = FramesMeasurements::default();
+    for iteration in 0..warmup + iterations {
+        let timed = iteration >= warmup;
+        let answer = paddock.call_tool("observe", &json!({}), Some(session))?;
+        check_observation(&answer, &[note, "Badge: Beta", "Greet"], false)
+            .context("paddock observe of the frames page")?;
+        if timed {
+            frames.observe.record(&answer);
+        }
+        if let Some(playwright) = playwright.as_deref_mut() {
+            let answer = playwright.call_tool("browser_snapshot", &json!({}), None)?;
+            check_observation(&answer, &[note, "Greet"], false)
+                .context("playwright browser_snapshot of the frames page")?;
+            if timed {
+                frames.snapshot.record(&answer);
+            }
+        }
+    }
+    paddock.call_tool("releaseDevice", &json!({}), Some(session))?;
+    Ok(frames)
+}
+
+fn wait_for_text(
+    mut observe: impl FnMut() -> anyhow::Result<ToolAnswer>,
+    needle: &str,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if observe()?.text().contains(needle) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("`{needle}` did not appear within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// What one run of the scenario cost its script.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ScenarioCost {
+    pub chars: usize,
+    pub calls: usize,
+    pub wall: Duration,
+}
+
+struct Reader<'a> {
+    client: &'a mut McpClient,
+    session: Option<&'a str>,
+    cost: ScenarioCost,
+}
+
+impl Reader<'_> {
+    fn call(&mut self, tool: &str, arguments: Value) -> anyhow::Result<String> {
+        let answer = self.client.call_tool(tool, &arguments, self.session)?;
+        if answer.result["isError"] == json!(true) {
+            bail!("{tool} {arguments} failed: {}", answer.text());
+        }
+        let text = answer.text();
+        self.cost.chars += text.chars().count();
+        self.cost.calls += 1;
+        Ok(text)
+    }
+}
+
+/// The ref Playwright MCP's snapshot gives the element with `role` and exactly `name`.
+fn playwright_ref(snapshot: &str, role: &str, name: &str) -> anyhow::Result<String> {
+    let head = format!("{role} \"{name}\"");
+    for line in snapshot.lines() {
+        let line = line.trim_start().trim_start_matches("- ");
+        if let Some(rest) = line.strip_prefix(&head)
+            && let Some(start) = rest.find("[ref=")
+        {
+            let rest = &rest[start + 5..];
+            if let Some(end) = rest.find(']') {
+                return Ok(rest[..end].to_owned());
+            }
+        }
+    }
+    let excerpt: String = snapshot.chars().take(1500).collect();
+    bail!("Playwright's snapshot has no {head} with a ref; it begins:\n{excerpt}")
+}
+
+/// The scenario on Paddock: every target by its text or label, as an agent writes it.
+pub(super) fn paddock_scenario(client: &mut McpClient, url: &str) -> anyhow::Result<ScenarioCost> {
+    let session = "bench-scenario";
+    client.call_tool("getWeb", &json!({}), Some(session))?;
+    let started = Instant::now();
+    let mut reader = Reader {
+        client,
+        session: Some(session),
+        cost: ScenarioCost::default(),
+    };
+    reader.call("openLink", json!({ "url": url }))?;
+    for item in ITEMS {
+        reader.call(
+            "inputText",
+            json!({ "label": "What needs to be done?", "text": item }),
+        )?;
+        reader.call("pressButton", json!({ "button": "enter" }))?;
+    }
+    reader.call("tapOn", json!({ "text": "Toggle Walk dog" }))?;
+    let completed = reader.call("tapOn", json!({ "text": "Completed" }))?;
+    check_scenario(&completed, &["Walk dog"], &["Buy milk"]).context("paddock filter")?;
+    reader.call("tapOn", json!({ "text": "All" }))?;
+    reader.call(
+        "tapOn",
+        json!({ "text": "Buy milk", "action": "doubleTap" }),
+    )?;
+    reader.call("clearText", json!({ "label": "Edit Buy milk" }))?;
+    reader.call("inputText", json!({ "text": "Buy oat milk" }))?;
+    reader.call("pressButton", json!({ "button": "enter" }))?;
+    reader.call("tapOn", json!({ "text": "Delete Write code" }))?;
+    let last = reader.call("observe", json!({}))?;
+    check_scenario(&last, &["Buy oat milk", "Walk dog"], &["Write code"])
+        .context("paddock final screen")?;
+    let mut cost = reader.cost;
+    cost.wall = started.elapsed();
+    client.call_tool("releaseDevice", &json!({}), Some(session))?;
+    Ok(cost)
+}
+
+/// The same scenario on Playwright MCP: targets by the refs of its latest snapshot.
+pub(super) fn playwright_scenario(
+    client: &mut McpClient,
+    url: &str,
+) -> anyhow::Result<ScenarioCost> {
+    let started = Instant::now();
+    let mut reader = Reader {
+        client,
+        session: None,
+        cost: ScenarioCost::default(),
+    };
+    let mut snapshot = reader.call("browser_navigate", json!({ "url": url }))?;
+    for item in ITEMS {
+        let field = playwright_ref(&snapshot, "textbox", "What needs to be done?")?;
+        snapshot = reader.call(
+            "browser_type",
+            json!({ "element": "new todo field", "ref": field, "text": item, "submit": true }),
+        )?;
+    }
+    let toggle = playwright_ref(&snapshot, "checkbox", "Toggle Walk dog")?;
+    snapshot = reader.call(
+        "browser_click",
+        json!({ "element": "Toggle Walk dog", "ref": toggle }),
+    )?;
+    let link = playwright_ref(&snapshot, "link", "Completed")?;
+    reader.call(
+        "browser_click",
+        json!({ "element": "Completed filter", "ref": link }),
+    )?;
+    // Its click answers before the late router renders: the script reads the page again.
+    let completed = reader.call("browser_snapshot", json!({}))?;
+    check_scenario(&completed, &["Walk dog"], &["Buy milk"]).context("playwright filter")?;
+    let all = playwright_ref(&completed, "link", "All")?;
+    reader.call(
+        "browser_click",
+        json!({ "element": "All filter", "ref": all }),
+    )?;
+    snapshot = reader.call("browser_snapshot", json!({}))?;
+    let label = playwright_ref(&snapshot, "generic", "Buy milk")
+        .or_else(|_| playwright_ref(&snapshot, "text", "Buy milk"))
+        .or_else(|_| playwright_ref(&snapshot, "listitem", "Buy milk"))?;
+    snapshot = reader.call(
+        "browser_click",
+        json!({ "element": "Buy milk", "ref": label, "doubleClick": true }),
+    )?;
+    let edit = playwright_ref(&snapshot, "textbox", "Edit Buy milk")?;
+    snapshot = reader.call(
+        "browser_type",
+        json!({ "element": "edit field", "ref": edit, "text": "Buy oat milk", "submit": true }),
+    )?;
+    let delete = playwright_ref(&snapshot, "button", "Delete Write code")?;
+    reader.call(
+        "browser_click",
+        json!({ "element": "Delete Write code", "ref": delete }),
+    )?;
+    let last = reader.call("browser_snapshot", json!({}))?;
+    check_scenario(&last, &["Buy oat milk", "Walk dog"], &["Write code"])
+        .context("playwright final screen")?;
+    let mut cost = reader.cost;
+    cost.wall = started.elapsed();
+    Ok(cost)
+}
+
+fn check_scenario(text: &str, present: &[&str], absent: &[&str]) -> anyhow::Result<()> {
+    for needle in present {
+        if !text.contains(needle) {
+            bail!("`{needle}` is missing from:\n{text}");
+        }
+    }
+    for needle in absent {
+        if text.contains(needle) {
+            bail!("`{needle}` should be gone from:\n{text}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn playwright_refs_are_found_by_role_and_exact_name() {
+        let snapshot = "- generic [ref=e2]:\n  - textbox \"What needs to be done?\" [ref=e7]\n  - checkbox \"Toggle Walk dog\" [ref=e12]\n  - link \"Completed\" [ref=e20] [cursor=pointer]:\n";
+        assert_eq!(
+            playwright_ref(snapshot, "textbox", "What needs to be done?").unwrap(),
+            "e7"
+        );
+        assert_eq!(
+            playwright_ref(snapshot, "link", "Completed").unwrap(),
+            "e20"
+        );
+        assert!(playwright_ref(snapshot, "link", "Complete").is_err());
+    }
+}
