@@ -59,7 +59,7 @@ pub fn change_text(previous: &[Element], observation: &Observation) -> Option<St
     } else {
         let _ = writeln!(
             out,
-            "{count} change(s) since your last observation (+ new, - gone, ~ changed; observe for the whole screen):"
+            "{count} change(s) since your last observation:"
         );
         out.push_str(&changes);
     }

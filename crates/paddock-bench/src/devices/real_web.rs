@@ -123,7 +123,12 @@ fn playwright_ref(snapshot: &str, role: &str, name: &str) -> anyhow::Result<Stri
     let head = format!("{role} \"{name}\"");
     for line in snapshot.lines() {
         let line = line.trim_start().trim_start_matches("- ");
-        if let Some(rest) = line.strip_prefix(&head)
+        // `role "name" [ref=…]`, or a text element: `role [ref=…]: name`.
+        let named = line.strip_prefix(&head).or_else(|| {
+            let rest = line.strip_prefix(role)?.strip_prefix(' ')?;
+            (rest.starts_with("[ref=") && rest.ends_with(&format!(": {name}"))).then_some(rest)
+        });
+        if let Some(rest) = named
             && let Some(start) = rest.find("[ref=")
         {
             let rest = &rest[start + 5..];
@@ -175,7 +180,9 @@ pub(super) fn paddock_scenario(client: &mut McpClient, url: &str) -> anyhow::Res
     Ok(cost)
 }
 
-/// The same scenario on Playwright MCP: targets by the refs of its latest snapshot.
+/// The same scenario on Playwright MCP: targets by the refs of its latest snapshot. Its
+/// action answers name a snapshot file rather than carry the snapshot, so the script reads
+/// `browser_snapshot` whenever it needs refs or checks the page, as an agent would.
 pub(super) fn playwright_scenario(
     client: &mut McpClient,
     url: &str,
@@ -186,49 +193,51 @@ pub(super) fn playwright_scenario(
         session: None,
         cost: ScenarioCost::default(),
     };
-    let mut snapshot = reader.call("browser_navigate", json!({ "url": url }))?;
+    reader.call("browser_navigate", json!({ "url": url }))?;
+    let mut snapshot = reader.call("browser_snapshot", json!({}))?;
     for item in ITEMS {
         let field = playwright_ref(&snapshot, "textbox", "What needs to be done?")?;
-        snapshot = reader.call(
+        reader.call(
             "browser_type",
-            json!({ "element": "new todo field", "ref": field, "text": item, "submit": true }),
+            json!({ "element": "new todo field", "target": field, "text": item, "submit": true }),
         )?;
+        snapshot = reader.call("browser_snapshot", json!({}))?;
     }
     let toggle = playwright_ref(&snapshot, "checkbox", "Toggle Walk dog")?;
-    snapshot = reader.call(
+    reader.call(
         "browser_click",
-        json!({ "element": "Toggle Walk dog", "ref": toggle }),
+        json!({ "element": "Toggle Walk dog", "target": toggle }),
     )?;
+    snapshot = reader.call("browser_snapshot", json!({}))?;
     let link = playwright_ref(&snapshot, "link", "Completed")?;
     reader.call(
         "browser_click",
-        json!({ "element": "Completed filter", "ref": link }),
+        json!({ "element": "Completed filter", "target": link }),
     )?;
-    // Its click answers before the late router renders: the script reads the page again.
-    let completed = reader.call("browser_snapshot", json!({}))?;
-    check_scenario(&completed, &["Walk dog"], &["Buy milk"]).context("playwright filter")?;
+    let completed =
+        settled_snapshot(&mut reader, &["Walk dog"], &["Buy milk"]).context("playwright filter")?;
     let all = playwright_ref(&completed, "link", "All")?;
     reader.call(
         "browser_click",
-        json!({ "element": "All filter", "ref": all }),
+        json!({ "element": "All filter", "target": all }),
+    )?;
+    snapshot = settled_snapshot(&mut reader, &["Buy milk"], &[]).context("playwright all")?;
+    let label = playwright_ref(&snapshot, "generic", "Buy milk")?;
+    reader.call(
+        "browser_click",
+        json!({ "element": "Buy milk", "target": label, "doubleClick": true }),
     )?;
     snapshot = reader.call("browser_snapshot", json!({}))?;
-    let label = playwright_ref(&snapshot, "generic", "Buy milk")
-        .or_else(|_| playwright_ref(&snapshot, "text", "Buy milk"))
-        .or_else(|_| playwright_ref(&snapshot, "listitem", "Buy milk"))?;
-    snapshot = reader.call(
-        "browser_click",
-        json!({ "element": "Buy milk", "ref": label, "doubleClick": true }),
-    )?;
     let edit = playwright_ref(&snapshot, "textbox", "Edit Buy milk")?;
-    snapshot = reader.call(
+    reader.call(
         "browser_type",
-        json!({ "element": "edit field", "ref": edit, "text": "Buy oat milk", "submit": true }),
+        json!({ "element": "edit field", "target": edit, "text": "Buy oat milk", "submit": true }),
     )?;
+    snapshot = reader.call("browser_snapshot", json!({}))?;
     let delete = playwright_ref(&snapshot, "button", "Delete Write code")?;
     reader.call(
         "browser_click",
-        json!({ "element": "Delete Write code", "ref": delete }),
+        json!({ "element": "Delete Write code", "target": delete }),
     )?;
     let last = reader.call("browser_snapshot", json!({}))?;
     check_scenario(&last, &["Buy oat milk", "Walk dog"], &["Write code"])
@@ -236,6 +245,24 @@ pub(super) fn playwright_scenario(
     let mut cost = reader.cost;
     cost.wall = started.elapsed();
     Ok(cost)
+}
+
+/// `browser_snapshot` until the page shows what the route should (the late router renders
+/// after Playwright's click has answered); every snapshot read counts.
+fn settled_snapshot(
+    reader: &mut Reader<'_>,
+    present: &[&str],
+    absent: &[&str],
+) -> anyhow::Result<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let snapshot = reader.call("browser_snapshot", json!({}))?;
+        match check_scenario(&snapshot, present, absent) {
+            Ok(()) => return Ok(snapshot),
+            Err(error) if Instant::now() > deadline => return Err(error),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 fn check_scenario(text: &str, present: &[&str], absent: &[&str]) -> anyhow::Result<()> {
@@ -268,5 +295,11 @@ mod tests {
             "e20"
         );
         assert!(playwright_ref(snapshot, "link", "Complete").is_err());
+        let text = "    - listitem [ref=f5e55]:\n      - generic [ref=f5e57]: Buy milk\n";
+        assert_eq!(
+            playwright_ref(text, "generic", "Buy milk").unwrap(),
+            "f5e57"
+        );
+        assert!(playwright_ref(text, "generic", "milk").is_err());
     }
 }

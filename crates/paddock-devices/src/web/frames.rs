@@ -257,15 +257,18 @@ impl WebDevice {
                 CALL_TIMEOUT,
             )
             .await;
-        let _ = self
-            .cdp
-            .call(
-                Some(&frame.parent),
-                "Runtime.releaseObject",
-                json!({ "objectId": object }),
-                CALL_TIMEOUT,
-            )
-            .await;
+        // Released in the background: nothing waits on it.
+        let (cdp, parent_session) = (self.cdp.clone(), frame.parent.clone());
+        tokio::spawn(async move {
+            let _ = cdp
+                .call(
+                    Some(&parent_session),
+                    "Runtime.releaseObject",
+                    json!({ "objectId": object }),
+                    CALL_TIMEOUT,
+                )
+                .await;
+        });
         let value = answer.ok()?.pointer("/result/value")?.clone();
         if value.get("visible") != Some(&Value::Bool(true)) {
             return None;
@@ -300,14 +303,24 @@ impl WebDevice {
             .into_iter()
             .map(|child| (child, top.clone()))
             .collect();
-        while let Some((frame, parent)) = pending.pop() {
-            let Some(placement) = self.place(&frame, &parent).await else {
-                continue;
-            };
-            for child in self.frames.children_of(&frame.session) {
-                pending.push((child, placement.clone()));
+        // One level of the tree at a time, its frames placed concurrently.
+        while !pending.is_empty() {
+            let level = std::mem::take(&mut pending);
+            let places = futures_util::future::join_all(
+                level
+                    .iter()
+                    .map(|(frame, parent)| self.place(frame, parent)),
+            )
+            .await;
+            for ((frame, _), placement) in level.into_iter().zip(places) {
+                let Some(placement) = placement else {
+                    continue;
+                };
+                for child in self.frames.children_of(&frame.session) {
+                    pending.push((child, placement.clone()));
+                }
+                placed.push(Placed { frame, placement });
             }
-            placed.push(Placed { frame, placement });
         }
         placed
     }
@@ -331,12 +344,19 @@ impl WebDevice {
         let mut below = 0u64;
         let mut above = 0u64;
         let mut focused = None;
-        for Placed { frame, placement } in placed {
+        let observed = futures_util::future::join_all(placed.iter().map(|placed| {
             let expression = format!(
                 "window.__paddock.observe({{ full: {full}, refBase: {}, prefix: \"{}\" }})",
-                frame.ref_base, frame.prefix
+                placed.frame.ref_base, placed.frame.prefix
             );
-            let Ok(inner) = self.eval_on(&frame.session, &expression, false).await else {
+            async move {
+                self.eval_on(&placed.frame.session, &expression, false)
+                    .await
+            }
+        }))
+        .await;
+        for (Placed { frame, placement }, inner) in placed.into_iter().zip(observed) {
+            let Ok(inner) = inner else {
                 continue;
             };
             if let Some(next) = inner.get("nextRef").and_then(Value::as_u64) {

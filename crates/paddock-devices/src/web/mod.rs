@@ -438,7 +438,7 @@ impl WebDevice {
         width: Option<u32>,
         quality: u8,
     ) -> Result<Screenshot, DeviceError> {
-        let (viewport_width, viewport_height, dpr) = self.viewport().await?;
+        let (viewport_width, viewport_height, dpr) = self.metrics().await?;
         let (viewport_width, viewport_height, dpr) = (
             viewport_width.max(1.0),
             viewport_height.max(1.0),
@@ -477,6 +477,23 @@ impl WebDevice {
             width: (viewport_width * dpr * scale).round() as u32,
             height: (viewport_height * dpr * scale).round() as u32,
         })
+    }
+
+    /// The viewport's CSS width and height and the device pixel ratio, read without the page
+    /// helper (a screenshot needs nothing else from the page).
+    async fn metrics(&self) -> Result<(f64, f64, f64), DeviceError> {
+        let result = self
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": "[innerWidth, innerHeight, devicePixelRatio]", "returnByValue": true }),
+            )
+            .await?;
+        let number = |pointer: &str| result.pointer(pointer).and_then(Value::as_f64);
+        Ok((
+            number("/result/value/0").unwrap_or(0.0),
+            number("/result/value/1").unwrap_or(0.0),
+            number("/result/value/2").unwrap_or(1.0),
+        ))
     }
 
     /// The viewport's CSS width and height and the device pixel ratio.
