@@ -5,7 +5,7 @@
 //!
 //! Pages: `/`, `/login` (`?notice=1` puts a notice before the form), `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
 //! after 1500 ms), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
-//! `/storage`; anything else is a 404 page with the heading "Not found".
+//! `/storage`, `/logs`, `/locale`, `/session` (see [`web_data`]); anything else is a 404 page with the heading "Not found".
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -15,6 +15,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
+
+pub mod web_data;
 
 /// How long `/slow` waits before answering.
 pub const SLOW_DELAY: Duration = Duration::from_millis(1500);
@@ -227,6 +229,9 @@ fn route(path: &str, query: &str) -> (u16, String) {
         "/keys" => (200, page("Keys - Fixture", KEYS_BODY, KEYS_SCRIPT)),
         "/drag" => (200, page("Drag - Fixture", DRAG_BODY, DRAG_SCRIPT)),
         "/storage" => (200, page("Storage - Fixture", STORAGE_BODY, STORAGE_SCRIPT)),
+        "/logs" => (200, page("Logs - Fixture", web_data::LOGS_BODY, web_data::LOGS_SCRIPT)),
+        "/locale" => (200, page("Locale - Fixture", web_data::LOCALE_BODY, web_data::LOCALE_SCRIPT)),
+        "/session" => (200, page("Session - Fixture", web_data::SESSION_BODY, &web_data::session_script())),
         _ => match path.strip_prefix("/item/").and_then(item_number) {
             Some(n) => (200, item(n)),
             None => (404, not_found(path)),

@@ -597,7 +597,13 @@ impl DataState {
                     .and_then(|status| u16::try_from(status).ok());
                 let mime = text("/response/mimeType").map(str::to_owned);
                 let kind = text("/type").map(str::to_owned);
+                let at = params.get("timestamp").and_then(Value::as_f64);
                 self.update_request(request_id, |entry| {
+                    // Until the body has loaded, the time to the answer.
+                    if let Some(at) = at {
+                        entry.duration_ms =
+                            Some(((at - entry.started) * 1000.0).max(0.0).round());
+                    }
                     entry.status = status;
                     entry.mime_type = mime;
                     if kind.is_some() {
@@ -926,6 +932,9 @@ impl WebDevice {
     /// Changes the fields `change` sets, on every tab now and every later one, until reset.
     pub async fn configure(&self, change: &DeviceSettings) -> Result<DeviceSettings, DeviceError> {
         change.validate()?;
+        if let Some(timezone) = &change.timezone {
+            self.check_timezone(timezone).await?;
+        }
         let merged = self.data.lock().settings.merged(change);
         let sessions: Vec<String> = self.data.lock().sessions.iter().cloned().collect();
         for session in &sessions {
@@ -933,6 +942,28 @@ impl WebDevice {
         }
         self.data.lock().settings = merged.clone();
         Ok(merged)
+    }
+
+    /// Refuses a timezone the browser's ICU does not know: Chromium's
+    /// `Emulation.setTimezoneOverride` accepts any id and falls back to UTC.
+    async fn check_timezone(&self, timezone: &str) -> Result<(), DeviceError> {
+        let expression = format!(
+            "(() => {{ try {{ new Intl.DateTimeFormat('en', {{ timeZone: {} }}); return true; }} catch (e) {{ return false; }} }})()",
+            Value::String(timezone.to_owned())
+        );
+        let result = self
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": expression, "returnByValue": true }),
+            )
+            .await?;
+        if result.pointer("/result/value") == Some(&Value::Bool(true)) {
+            Ok(())
+        } else {
+            Err(DeviceError::InvalidInput(format!(
+                "Chromium does not know the timezone `{timezone}`; give an IANA id such as `Europe/Berlin`"
+            )))
+        }
     }
 
     /// Runs `expression` in the page (awaiting a promise) and returns its JSON value.
@@ -945,7 +976,6 @@ impl WebDevice {
                     "returnByValue": true,
                     "awaitPromise": true,
                     "userGesture": true,
-                    "replMode": true,
                 }),
             )
             .await?;
