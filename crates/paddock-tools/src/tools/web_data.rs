@@ -416,9 +416,9 @@ impl Tool for SaveStorage {
 
     async fn run(call: Call<'_>, args: StorageNameArgs) -> Result<Output, ToolError> {
         crate::web_storage::check_name(&args.name)?;
-        let store = call.registry.web_storage()?.clone();
         let device = session_device(&call)?;
         let web = with_web(&call, &device)?;
+        let store = call.registry.web_storage()?.clone();
         let state = bounded(web.storage_state()).await?;
         let profile = call.ctx.profile.clone();
         let summary = tokio::task::spawn_blocking(move || store.save(&profile, &args.name, &state))
