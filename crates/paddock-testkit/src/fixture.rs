@@ -229,9 +229,26 @@ fn route(path: &str, query: &str) -> (u16, String) {
         "/keys" => (200, page("Keys - Fixture", KEYS_BODY, KEYS_SCRIPT)),
         "/drag" => (200, page("Drag - Fixture", DRAG_BODY, DRAG_SCRIPT)),
         "/storage" => (200, page("Storage - Fixture", STORAGE_BODY, STORAGE_SCRIPT)),
-        "/logs" => (200, page("Logs - Fixture", web_data::LOGS_BODY, web_data::LOGS_SCRIPT)),
-        "/locale" => (200, page("Locale - Fixture", web_data::LOCALE_BODY, web_data::LOCALE_SCRIPT)),
-        "/session" => (200, page("Session - Fixture", web_data::SESSION_BODY, &web_data::session_script())),
+        "/logs" => (
+            200,
+            page("Logs - Fixture", web_data::LOGS_BODY, web_data::LOGS_SCRIPT),
+        ),
+        "/locale" => (
+            200,
+            page(
+                "Locale - Fixture",
+                web_data::LOCALE_BODY,
+                web_data::LOCALE_SCRIPT,
+            ),
+        ),
+        "/session" => (
+            200,
+            page(
+                "Session - Fixture",
+                web_data::SESSION_BODY,
+                &web_data::session_script(),
+            ),
+        ),
         _ => match path.strip_prefix("/item/").and_then(item_number) {
             Some(n) => (200, item(n)),
             None => (404, not_found(path)),

@@ -145,7 +145,10 @@ impl StorageStore {
         serde_json::from_slice::<StorageFile>(&bytes).map_err(|_| {
             unavailable(
                 "read",
-                format!("`{}` is not a storage file; delete it with deleteStorage", path.display()),
+                format!(
+                    "`{}` is not a storage file; delete it with deleteStorage",
+                    path.display()
+                ),
             )
         })
     }

@@ -287,7 +287,11 @@ fn assert_storage(storage: &Value) {
     let saved = &storage["saved"]["json"]["saved"];
     assert_eq!(saved["name"], "site-login", "{}", storage["saved"]);
     assert_eq!(saved["cookies"], 1, "{saved}");
-    assert_eq!(saved["origins"].as_array().map(Vec::len), Some(1), "{saved}");
+    assert_eq!(
+        saved["origins"].as_array().map(Vec::len),
+        Some(1),
+        "{saved}"
+    );
     let listed = storage["listed"]["json"]["storage"].as_array().unwrap();
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0]["name"], "site-login");
@@ -328,7 +332,10 @@ fn assert_private_storage(state_dir: &Path) {
     let file = profiles[0].join("site-login.json");
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "{}", file.display());
-    let dir_mode = std::fs::metadata(&profiles[0]).unwrap().permissions().mode();
+    let dir_mode = std::fs::metadata(&profiles[0])
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(dir_mode & 0o777, 0o700);
     let attacker = OtherUser::get().unwrap();
     let read = attacker.command("cat").arg(&file).output().unwrap();
@@ -345,10 +352,7 @@ fn assert_log_clean(state_dir: &Path) {
     let log = std::fs::read_to_string(logs.join("daemon.log")).unwrap_or_default();
     assert!(!log.is_empty(), "the daemon log is empty");
     for secret in [SESSION_COOKIE_VALUE, SESSION_STORAGE_VALUE] {
-        assert!(
-            !log.contains(secret),
-            "the daemon log holds a stored value"
-        );
+        assert!(!log.contains(secret), "the daemon log holds a stored value");
     }
     paddock_testkit::no_file_contains(&logs, &[SESSION_COOKIE_VALUE, SESSION_STORAGE_VALUE])
         .unwrap();

@@ -370,7 +370,9 @@ impl DataState {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Forgets everything: logs, settings, sessions, origins and seeds (at reset).
@@ -475,21 +477,19 @@ impl DataState {
                             .join(" ")
                     })
                     .unwrap_or_default();
-                let location = params
-                    .pointer("/stackTrace/callFrames/0")
-                    .map(|frame| {
-                        format!(
-                            "{}:{}",
-                            capped(
-                                frame.get("url").and_then(Value::as_str).unwrap_or(""),
-                                MAX_URL
-                            ),
-                            frame
-                                .get("lineNumber")
-                                .and_then(Value::as_u64)
-                                .map_or(0, |line| line + 1)
-                        )
-                    });
+                let location = params.pointer("/stackTrace/callFrames/0").map(|frame| {
+                    format!(
+                        "{}:{}",
+                        capped(
+                            frame.get("url").and_then(Value::as_str).unwrap_or(""),
+                            MAX_URL
+                        ),
+                        frame
+                            .get("lineNumber")
+                            .and_then(Value::as_u64)
+                            .map_or(0, |line| line + 1)
+                    )
+                });
                 let time = params
                     .get("timestamp")
                     .and_then(Value::as_f64)
@@ -546,7 +546,10 @@ impl DataState {
                         .map_or(0, |line| line + 1);
                     format!("{}:{line}", capped(url, MAX_URL))
                 });
-                let time = entry.get("timestamp").and_then(Value::as_f64).unwrap_or(0.0);
+                let time = entry
+                    .get("timestamp")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
                 self.push_console(|seq| ConsoleEntry {
                     seq,
                     level: ConsoleLevel::from_cdp(get("level").unwrap_or("info")),
@@ -601,8 +604,7 @@ impl DataState {
                 self.update_request(request_id, |entry| {
                     // Until the body has loaded, the time to the answer.
                     if let Some(at) = at {
-                        entry.duration_ms =
-                            Some(((at - entry.started) * 1000.0).max(0.0).round());
+                        entry.duration_ms = Some(((at - entry.started) * 1000.0).max(0.0).round());
                     }
                     entry.status = status;
                     entry.mime_type = mime;
@@ -625,8 +627,7 @@ impl DataState {
                 });
                 self.update_request(request_id, |entry| {
                     if let Some(at) = at {
-                        entry.duration_ms =
-                            Some(((at - entry.started) * 1000.0).max(0.0).round());
+                        entry.duration_ms = Some(((at - entry.started) * 1000.0).max(0.0).round());
                     }
                     if failed.is_some() {
                         entry.failed = failed;
@@ -821,7 +822,11 @@ async fn apply_settings(
         features.push(json!({ "name": "prefers-reduced-motion", "value": value }));
     }
     if !features.is_empty() {
-        call("Emulation.setEmulatedMedia", json!({ "features": features })).await?;
+        call(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": features }),
+        )
+        .await?;
     }
     if let Some(offline) = settings.offline {
         call(
@@ -857,7 +862,10 @@ async fn install_seed(
     )
     .await
     .map_err(cdp_error)?;
-    let items: Vec<Value> = items.iter().map(|(key, value)| json!([key, value])).collect();
+    let items: Vec<Value> = items
+        .iter()
+        .map(|(key, value)| json!([key, value]))
+        .collect();
     let source = format!(
         "(() => {{ const origin = {origin}; if (location.origin !== origin) return; \
          try {{ for (const [k, v] of {items}) localStorage.setItem(k, v); }} catch (e) {{}} \
@@ -1152,7 +1160,12 @@ mod tests {
             since: Some(page.next - 4),
         });
         assert_eq!(later.dropped, 0);
-        assert!(later.entries.iter().all(|entry| entry.level == ConsoleLevel::Error));
+        assert!(
+            later
+                .entries
+                .iter()
+                .all(|entry| entry.level == ConsoleLevel::Error)
+        );
         assert_eq!(later.entries.len(), 2);
     }
 

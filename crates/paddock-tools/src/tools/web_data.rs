@@ -211,7 +211,9 @@ impl Tool for NetworkBody {
                 text,
                 total,
                 truncated,
-            } => json!({ "requestId": args.request_id, "text": text, "bytes": total, "truncated": truncated }),
+            } => {
+                json!({ "requestId": args.request_id, "text": text, "bytes": total, "truncated": truncated })
+            }
             Body::Binary { bytes } => {
                 json!({ "requestId": args.request_id, "binary": true, "bytes": bytes })
             }
