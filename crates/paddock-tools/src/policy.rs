@@ -278,7 +278,16 @@ mod tests {
     #[test]
     fn a_task_policy_keeps_the_device_tools_only() {
         let task = Policy::task(&builtin());
-        for allowed in ["observe", "tapOn", "inputText", "screenshot", "openLink"] {
+        for allowed in [
+            "observe",
+            "tapOn",
+            "inputText",
+            "screenshot",
+            "openLink",
+            "consoleLog",
+            "networkLog",
+            "configureDevice",
+        ] {
             assert!(task.allows_tool(allowed), "{allowed}");
         }
         for refused in [
@@ -294,6 +303,11 @@ mod tests {
             "exportPlan",
             "installApp",
             "sqlQuery",
+            "evaluate",
+            "networkBody",
+            "saveStorage",
+            "listStorage",
+            "deleteStorage",
         ] {
             assert!(!task.allows_tool(refused), "{refused}");
         }

@@ -23,6 +23,9 @@ pub const CONSOLE_CAPACITY: usize = 1000;
 pub const NETWORK_CAPACITY: usize = 1000;
 /// The longest text of one console entry, in bytes.
 pub const MAX_CONSOLE_TEXT: usize = 2048;
+/// Response bodies Chromium keeps per page session, in all and per request.
+const NETWORK_BODY_BUFFER: u64 = 32 * 1024 * 1024;
+const NETWORK_RESOURCE_BUFFER: u64 = 4 * 1024 * 1024;
 /// The longest URL kept for a request or a console source.
 const MAX_URL: usize = 2048;
 /// The binding a localStorage seeding script calls once it has run, so it is removed.
@@ -720,8 +723,20 @@ pub(super) async fn prepare_session(
 ) -> Result<(), DeviceError> {
     data.lock().sessions.insert(session_id.to_owned());
     let session = Some(session_id);
-    for method in ["Runtime.enable", "Log.enable", "Network.enable"] {
-        cdp.call(session, method, json!({}), CALL_TIMEOUT)
+    for (method, params) in [
+        ("Runtime.enable", json!({})),
+        ("Log.enable", json!({})),
+        // Chromium keeps response bodies for `Network.getResponseBody` within these bounds,
+        // so a page that downloads a lot cannot grow the browser without limit.
+        (
+            "Network.enable",
+            json!({
+                "maxTotalBufferSize": NETWORK_BODY_BUFFER,
+                "maxResourceBufferSize": NETWORK_RESOURCE_BUFFER,
+            }),
+        ),
+    ] {
+        cdp.call(session, method, params, CALL_TIMEOUT)
             .await
             .map_err(cdp_error)?;
     }
