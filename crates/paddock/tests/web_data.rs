@@ -165,15 +165,29 @@ fn assert_logs(logs: &Value) {
             entry["url"]
                 .as_str()
                 .unwrap_or_default()
-                .contains("127.0.0.1:1/")
+                .contains("127.0.0.1:2/")
         })
         .unwrap_or_else(|| panic!("the refused request is not among the failures: {failed:?}"));
-    assert!(
-        refused["failed"]
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("net::ERR_"),
+    assert_eq!(
+        refused["failed"], "net::ERR_CONNECTION_REFUSED",
         "{refused}"
+    );
+    assert!(refused["status"].is_null(), "{refused}");
+    // The browser's own log reports both failed loads.
+    let browser: Vec<&str> = console
+        .iter()
+        .filter(|entry| entry["source"] == "network")
+        .filter_map(|entry| entry["text"].as_str())
+        .collect();
+    assert!(
+        browser.iter().any(|text| text.contains("404")),
+        "{browser:?}"
+    );
+    assert!(
+        browser
+            .iter()
+            .any(|text| text.contains("ERR_CONNECTION_REFUSED")),
+        "{browser:?}"
     );
     assert!(
         failed.iter().all(|entry| entry["type"] != "Document"),

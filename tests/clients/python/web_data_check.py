@@ -74,7 +74,8 @@ async def logs(client: Client, base: str) -> dict:
     console = {}
     while time.monotonic() < deadline:
         console = (await client.call("consoleLog"))["json"]
-        if any(entry["source"] == "exception" for entry in console["entries"]):
+        sources = [entry["source"] for entry in console["entries"]]
+        if "exception" in sources and sources.count("network") >= 2:
             break
         await asyncio.sleep(0.2)
     errors = (await client.call("consoleLog", {"level": "error"}))["json"]
