@@ -239,6 +239,11 @@ fn assert_settings(settings: &Value) {
         "{}",
         settings["offlineOnLine"]
     );
+    assert_eq!(
+        settings["rotatedLanguage"]["json"]["value"], "de-DE",
+        "the locale stays after a rotation: {}",
+        settings["rotatedLanguage"]
+    );
     let got = &settings["get"]["json"];
     assert_eq!(got["defaults"], false, "{got}");
     assert_eq!(got["settings"]["locale"], "de-DE");

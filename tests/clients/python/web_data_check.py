@@ -116,6 +116,8 @@ async def settings(client: Client, base: str) -> dict:
     offline = await client.call("configureDevice", {"operation": "set", "offline": True})
     offline_eval = await client.call("evaluate", {"expression": "navigator.onLine"})
     got = await client.call("configureDevice", {"operation": "get"})
+    await client.call("rotate", {"orientation": "landscape"})
+    rotated_language = await client.call("evaluate", {"expression": "navigator.language"})
     bad_timezone = await client.call("configureDevice", {"operation": "set", "timezone": "Mars/Olympus"})
     bad_latitude = await client.call("configureDevice", {"operation": "set", "geolocation": {"latitude": 123, "longitude": 0}})
     bad_locale = await client.call("configureDevice", {"operation": "set", "locale": "not a locale"})
@@ -131,6 +133,7 @@ async def settings(client: Client, base: str) -> dict:
         "offline": offline,
         "offlineOnLine": offline_eval,
         "get": got,
+        "rotatedLanguage": rotated_language,
         "badTimezone": bad_timezone,
         "badLatitude": bad_latitude,
         "badLocale": bad_locale,

@@ -967,6 +967,16 @@ impl WebDevice {
         Ok(merged)
     }
 
+    /// Applies the session's settings to `session` again, after the profile's emulation was
+    /// (rotation sets the profile's user agent, which drops the locale's Accept-Language).
+    pub(super) async fn reapply_settings(&self, session: &str) -> Result<(), DeviceError> {
+        let settings = self.settings();
+        if settings.is_empty() {
+            return Ok(());
+        }
+        apply_settings(&self.cdp, session, &self.profile, &settings).await
+    }
+
     /// Refuses a timezone the browser's ICU does not know: Chromium's
     /// `Emulation.setTimezoneOverride` accepts any id and falls back to UTC.
     async fn check_timezone(&self, timezone: &str) -> Result<(), DeviceError> {
