@@ -303,6 +303,11 @@ fn assert_restored(text: &str) {
 
 fn assert_storage(storage: &Value) {
     assert_restored(storage["signedIn"].as_str().unwrap_or_default());
+    assert!(
+        storage["saved"]["json"].get("notSaved").is_none(),
+        "{}",
+        storage["saved"]
+    );
     let saved = &storage["saved"]["json"]["saved"];
     assert_eq!(saved["name"], "site-login", "{}", storage["saved"]);
     assert_eq!(saved["cookies"], 1, "{saved}");

@@ -336,6 +336,14 @@ pub struct StorageState {
     pub local_storage: BTreeMap<String, Vec<(String, String)>>,
 }
 
+/// A session's storage as captured, with the visited origins whose localStorage could not be
+/// read (no page of that origin is open any more).
+#[derive(Debug, Clone, Default)]
+pub struct CapturedStorage {
+    pub state: StorageState,
+    pub unreadable_origins: Vec<String>,
+}
+
 /// Per-device logs, settings and visited origins.
 #[derive(Debug)]
 pub(super) struct DataState {
@@ -1039,7 +1047,7 @@ impl WebDevice {
 
     /// The session's cookies and the localStorage of the origins it visited that are still
     /// readable (an origin with no live frame is skipped; see the README).
-    pub async fn storage_state(&self) -> Result<StorageState, DeviceError> {
+    pub async fn storage_state(&self) -> Result<CapturedStorage, DeviceError> {
         let context = self.state.lock().await.context_id.clone();
         let cookies = self
             .cdp
@@ -1057,6 +1065,7 @@ impl WebDevice {
             .unwrap_or_default();
         let origins: Vec<String> = self.data.lock().origins.iter().cloned().collect();
         let mut local_storage = BTreeMap::new();
+        let mut unreadable_origins = Vec::new();
         for origin in origins {
             let Ok(items) = self
                 .call(
@@ -1065,6 +1074,7 @@ impl WebDevice {
                 )
                 .await
             else {
+                unreadable_origins.push(origin);
                 continue;
             };
             let items: Vec<(String, String)> = items
@@ -1086,9 +1096,12 @@ impl WebDevice {
                 local_storage.insert(origin, items);
             }
         }
-        Ok(StorageState {
-            cookies,
-            local_storage,
+        Ok(CapturedStorage {
+            state: StorageState {
+                cookies,
+                local_storage,
+            },
+            unreadable_origins,
         })
     }
 

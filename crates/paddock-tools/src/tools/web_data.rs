@@ -411,7 +411,7 @@ impl Tool for SaveStorage {
     const DEF: ToolDef = ToolDef::new(
         "saveStorage",
         "Save the session's storage",
-        "Saves this session's cookies and the localStorage of the origins it visited (IndexedDB is not saved) as `name`, for your connection only, replacing one of the same name; start a later session with it through `getWeb {storage: name}` (it survives a daemon restart).",
+        "Saves this session's cookies and the localStorage of the origins it visited that a page still shows (others are listed under `notSaved`; IndexedDB is not saved) as `name`, for your connection only, replacing one of the same name; start a later session with it through `getWeb {storage: name}` (it survives a daemon restart).",
         Hints::IDEMPOTENT_CHANGE,
     )
     .on_device(WEB);
@@ -421,12 +421,20 @@ impl Tool for SaveStorage {
         let device = session_device(&call)?;
         let web = with_web(&call, &device)?;
         let store = call.registry.web_storage()?.clone();
-        let state = bounded(web.storage_state()).await?;
+        let captured = bounded(web.storage_state()).await?;
         let profile = call.ctx.profile.clone();
+        let state = captured.state;
         let summary = tokio::task::spawn_blocking(move || store.save(&profile, &args.name, &state))
             .await
             .map_err(|_| ToolError::internal("saving the storage stopped"))??;
-        Ok(Output::Json(json!({ "saved": summary })))
+        let mut answer = json!({ "saved": summary });
+        if !captured.unreadable_origins.is_empty() {
+            answer["notSaved"] = json!({
+                "origins": captured.unreadable_origins,
+                "why": "no page of these origins is open, so their localStorage could not be read; open one and save again",
+            });
+        }
+        Ok(Output::Json(answer))
     }
 }
 
