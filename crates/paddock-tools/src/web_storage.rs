@@ -226,6 +226,28 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_file_others_may_read_or_a_symlink_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let store = StorageStore::new(dir.path().join("web-storage"));
+        store
+            .save("owner:uid:1", "site", &StorageState::default())
+            .unwrap();
+        let path = store.file("owner:uid:1", "site");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = store.load("owner:uid:1", "site").unwrap_err();
+        assert_eq!(error.code, ToolErrorCode::Unavailable, "{error}");
+        assert!(error.message.contains("0600"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+        let elsewhere = dir.path().join("planted.json");
+        std::fs::write(&elsewhere, b"{}").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let error = store.load("owner:uid:1", "site").unwrap_err();
+        assert!(error.message.contains("symlink"), "{error}");
+    }
+
     #[test]
     fn a_saved_state_round_trips_as_a_private_file() {
         let dir = tempfile::tempdir().unwrap();
