@@ -463,6 +463,7 @@ fn build_mcp(
         audit: Arc::new(StderrAuditSink::new()),
         info,
     });
+    registry.set_web_storage_dir(paths.state_dir.join("web-storage"));
     info!(policy = %config.mcp.policy, debug = config.mcp.debug, "MCP tools registered");
     let host = McpHost::new(registry, policy, Arc::new(pool.clone()))
         .with_session_grace(config.mcp.session_grace);

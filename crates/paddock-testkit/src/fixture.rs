@@ -5,8 +5,9 @@
 //!
 //! Pages: `/`, `/login` (`?notice=1` puts a notice before the form), `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
 //! after 1500 ms), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
-//! `/storage`, and the pages of [`real_web`] (`/components`, `/frames`, `/frame/form`,
-//! `/frame/note`, `/todo`); anything else is a 404 page with the heading "Not found".
+//! `/storage`, `/logs`, `/locale`, `/session` (see [`web_data`]), and the pages of [`real_web`]
+//! (`/components`, `/frames`, `/frame/form`, `/frame/note`, `/todo`); anything else is a 404
+//! page with the heading "Not found".
 //!
 //! The app answers on `127.0.0.2` too, on the same port: a page of `127.0.0.1` can embed a
 //! frame of another site (Chromium gives it its own process), see [`FixtureApp::cross_site_url`].
@@ -21,6 +22,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
+
+pub mod web_data;
 
 /// How long `/slow` waits before answering.
 pub const SLOW_DELAY: Duration = Duration::from_millis(1500);
@@ -300,6 +303,26 @@ fn route(path: &str, query: &str) -> (u16, String) {
                 "Todos - Fixture",
                 &format!("{}\n{}", real_web::TODO_STYLE, real_web::TODO_BODY),
                 real_web::TODO_SCRIPT,
+            ),
+        ),
+        "/logs" => (
+            200,
+            page("Logs - Fixture", web_data::LOGS_BODY, web_data::LOGS_SCRIPT),
+        ),
+        "/locale" => (
+            200,
+            page(
+                "Locale - Fixture",
+                web_data::LOCALE_BODY,
+                web_data::LOCALE_SCRIPT,
+            ),
+        ),
+        "/session" => (
+            200,
+            page(
+                "Session - Fixture",
+                web_data::SESSION_BODY,
+                &web_data::session_script(),
             ),
         ),
         _ => match path.strip_prefix("/item/").and_then(item_number) {

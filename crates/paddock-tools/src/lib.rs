@@ -23,6 +23,7 @@ pub mod server;
 pub mod session;
 pub mod tasks;
 mod tools;
+mod web_storage;
 
 pub use audit::{AuditSink, StderrAuditSink, ToolCallEvent};
 pub use auth::{AuthContext, AuthKind};

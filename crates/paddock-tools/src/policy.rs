@@ -64,8 +64,18 @@ pub struct Policy {
     refusal: Option<String>,
 }
 
-/// Device tools a task's agent never gets: they reach beyond the device's screen.
-const TASK_EXCLUDED: [&str; 2] = ["installApp", "sqlQuery"];
+/// Device tools a task's agent never gets: they reach beyond the device's screen (an APK on
+/// the daemon's machine, an app's database, page script and raw response bodies, and saved
+/// logins, which belong to the connection that saved them).
+const TASK_EXCLUDED: &[&str] = &[
+    "installApp",
+    "sqlQuery",
+    "evaluate",
+    "networkBody",
+    "saveStorage",
+    "listStorage",
+    "deleteStorage",
+];
 
 impl Policy {
     /// A policy that allows nothing.
@@ -92,8 +102,9 @@ impl Policy {
 
     /// The policy of a task's agent: the tools that act on or read the task's device, and
     /// nothing else — no acquisition, provisioning, discovery writes, tasks or plans — and not
-    /// the two device tools that reach beyond the screen: `installApp` (reads an APK from the
-    /// daemon's machine) and `sqlQuery` (an app's private database).
+    /// the device tools that reach beyond the screen ([`TASK_EXCLUDED`]): `installApp` (reads an
+    /// APK from the daemon's machine), `sqlQuery` (an app's private database), `evaluate` and
+    /// `networkBody` (page script, raw bodies) and the saved-storage tools.
     pub fn task(catalog: &[CatalogTool]) -> Self {
         Self {
             name: "task".to_owned(),
@@ -267,7 +278,16 @@ mod tests {
     #[test]
     fn a_task_policy_keeps_the_device_tools_only() {
         let task = Policy::task(&builtin());
-        for allowed in ["observe", "tapOn", "inputText", "screenshot", "openLink"] {
+        for allowed in [
+            "observe",
+            "tapOn",
+            "inputText",
+            "screenshot",
+            "openLink",
+            "consoleLog",
+            "networkLog",
+            "configureDevice",
+        ] {
             assert!(task.allows_tool(allowed), "{allowed}");
         }
         for refused in [
@@ -283,6 +303,11 @@ mod tests {
             "exportPlan",
             "installApp",
             "sqlQuery",
+            "evaluate",
+            "networkBody",
+            "saveStorage",
+            "listStorage",
+            "deleteStorage",
         ] {
             assert!(!task.allows_tool(refused), "{refused}");
         }

@@ -57,10 +57,7 @@ pub fn change_text(previous: &[Element], observation: &Observation) -> Option<St
     if count == 0 {
         out.push_str("no element changed since your last observation\n");
     } else {
-        let _ = writeln!(
-            out,
-            "{count} change(s) since your last observation:"
-        );
+        let _ = writeln!(out, "{count} change(s) since your last observation:");
         out.push_str(&changes);
     }
     footer(&mut out, observation);

@@ -166,6 +166,9 @@ pub struct Registry {
     /// What each session last saw of its device (device id and elements), so an action can
     /// answer with what changed since.
     seen: Mutex<HashMap<String, (String, Vec<paddock_devices::Element>)>>,
+    /// Where saved web storage states live (set by the daemon; unset, the storage tools are
+    /// `[unavailable]`).
+    web_storage: std::sync::OnceLock<crate::web_storage::StorageStore>,
 }
 
 /// Sessions whose last observation is kept for change lists; beyond this the map starts over.
@@ -195,6 +198,25 @@ impl Registry {
             inflight: Mutex::new(HashMap::new()),
             closing: tokio::sync::watch::Sender::new(false),
             seen: Mutex::new(HashMap::new()),
+            web_storage: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Keeps saved web storage states (`saveStorage`, `getWeb {storage}`) under `dir`, one
+    /// subdirectory per connection profile. Only the first call counts.
+    pub fn set_web_storage_dir(&self, dir: std::path::PathBuf) {
+        let _ = self
+            .web_storage
+            .set(crate::web_storage::StorageStore::new(dir));
+    }
+
+    /// The saved web storage states, or `[unavailable]` where the host keeps none.
+    pub(crate) fn web_storage(&self) -> Result<&crate::web_storage::StorageStore, ToolError> {
+        self.web_storage.get().ok_or_else(|| {
+            ToolError::new(
+                crate::error::ToolErrorCode::Unavailable,
+                "this host keeps no saved web storage",
+            )
         })
     }
 

@@ -108,6 +108,12 @@ fn routed_calls() -> Vec<(&'static str, Value)> {
         ("screenshot", json!({ "quality": 50 })),
         ("clipboard", json!({ "operation": "read" })),
         ("highlight", json!({ "clear": true })),
+        ("consoleLog", json!({})),
+        ("networkLog", json!({ "failedOnly": true })),
+        ("networkBody", json!({ "requestId": "1.2" })),
+        ("configureDevice", json!({ "operation": "get" })),
+        ("evaluate", json!({ "expression": "1 + 1" })),
+        ("saveStorage", json!({ "name": "login" })),
         ("installApp", json!({ "path": "/tmp/app.apk" })),
         (
             "sqlQuery",

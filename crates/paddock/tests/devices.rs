@@ -696,7 +696,16 @@ fn enable_tools_at_acquisition_follow_spec_003() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert!(enabled.contains(&"clipboard") && enabled.contains(&"observe"));
-    assert_eq!(gated, ["highlight", "installApp", "sqlQuery"]);
+    assert_eq!(
+        gated,
+        [
+            "highlight",
+            "networkBody",
+            "evaluate",
+            "installApp",
+            "sqlQuery"
+        ]
+    );
     let names = session.tool_names().unwrap();
     assert!(names.contains(&"clipboard".to_owned()) && !names.contains(&"highlight".to_owned()));
     assert!(

@@ -102,6 +102,8 @@ pub(super) async fn perform(
                 state.session_id.clone()
             };
             apply_emulation(&device.cdp, &session, &device.profile, orientation).await?;
+            // The profile's user agent replaced the one carrying the locale's Accept-Language.
+            device.reapply_settings(&session).await?;
             Ok(None)
         }
         Action::ClipboardRead => Ok(Some(device.state.lock().await.clipboard.clone())),

@@ -3,6 +3,7 @@
 //! between sessions) and mobile emulation from its [`Profile`].
 
 pub mod cdp;
+pub mod data;
 mod frames;
 mod input;
 
@@ -75,6 +76,8 @@ pub struct WebDevice {
     died: tokio::sync::watch::Receiver<bool>,
     /// The cross-origin frames of every tab.
     frames: Arc<frames::Frames>,
+    /// Logs, settings and visited origins of the current session (see [`data`]).
+    data: Arc<data::DataState>,
 }
 
 impl std::fmt::Debug for WebDevice {
@@ -221,8 +224,10 @@ impl WebDevice {
         }
         let frames = Arc::new(frames::Frames::default());
         frames.watch(&cdp);
+        let data = data::DataState::new();
+        data::spawn_watch(&cdp, data.clone());
         let (context_id, target_id, session_id) =
-            open_page(&cdp, &profile, Orientation::Portrait).await?;
+            open_page(&cdp, &profile, Orientation::Portrait, &data).await?;
         let loading = Arc::new(AtomicBool::new(false));
         let notices = Arc::new(Mutex::new(Vec::new()));
         spawn_event_watch(
@@ -253,6 +258,7 @@ impl WebDevice {
             alive,
             died,
             frames,
+            data,
         }))
     }
 
@@ -724,6 +730,7 @@ async fn open_page(
     cdp: &Cdp,
     profile: &Profile,
     orientation: Orientation,
+    data: &data::DataState,
 ) -> Result<(String, String, String), DeviceError> {
     let context = cdp
         .call(
@@ -767,7 +774,7 @@ async fn open_page(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    prepare_session(cdp, &session_id, profile, orientation).await?;
+    prepare_session(cdp, &session_id, profile, orientation, data).await?;
     Ok((context_id, target_id, session_id))
 }
 
@@ -778,6 +785,7 @@ async fn prepare_session(
     session_id: &str,
     profile: &Profile,
     orientation: Orientation,
+    data: &data::DataState,
 ) -> Result<(), DeviceError> {
     let session = Some(session_id);
     cdp.call(session, "Page.enable", json!({}), CALL_TIMEOUT)
@@ -792,7 +800,8 @@ async fn prepare_session(
     .await
     .map_err(cdp_error)?;
     apply_emulation(cdp, session_id, profile, orientation).await?;
-    frames::auto_attach(cdp, session_id).await
+    frames::auto_attach(cdp, session_id).await?;
+    data::prepare_session(cdp, session_id, profile, data).await
 }
 
 async fn apply_emulation(
@@ -912,8 +921,10 @@ impl Device for WebDevice {
                     CALL_TIMEOUT,
                 )
                 .await;
+            // Logs, settings and seeds belong to the session that ends here.
+            self.data.clear();
             let (context_id, target_id, session_id) =
-                open_page(&self.cdp, &self.profile, Orientation::Portrait).await?;
+                open_page(&self.cdp, &self.profile, Orientation::Portrait, &self.data).await?;
             spawn_event_watch(
                 &self.cdp,
                 session_id.clone(),

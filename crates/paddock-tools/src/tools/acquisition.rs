@@ -144,6 +144,8 @@ struct Acquisition {
     avd: Option<String>,
     app: Option<String>,
     enable_tools: Vec<String>,
+    /// A saved storage state to start the session with (web only).
+    storage: Option<String>,
 }
 
 async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolError> {
@@ -161,6 +163,21 @@ async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolErr
         ),
         None => None,
     };
+    // An unknown or unreadable storage name fails before any device work.
+    let storage = match &request.storage {
+        Some(name) => {
+            crate::web_storage::check_name(name)?;
+            let store = call.registry.web_storage()?.clone();
+            let profile = call.ctx.profile.clone();
+            let name = name.clone();
+            Some(
+                tokio::task::spawn_blocking(move || store.load(&profile, &name))
+                    .await
+                    .map_err(|_| ToolError::internal("reading the saved storage stopped"))??,
+            )
+        }
+        None => None,
+    };
     let (session, device, new) = bind(
         &call,
         DeviceRequest {
@@ -170,6 +187,15 @@ async fn acquire(call: Call<'_>, request: Acquisition) -> Result<Output, ToolErr
         },
     )
     .await?;
+    if let Some(state) = &storage {
+        let web = device.as_web().ok_or_else(|| {
+            ToolError::new(
+                crate::error::ToolErrorCode::UnsupportedPlatform,
+                "`storage` is for web devices only",
+            )
+        })?;
+        bounded(web.restore_storage(state)).await?;
+    }
     let observation = match app {
         Some(app) => {
             let outcome =
@@ -195,6 +221,9 @@ pub(crate) struct GetWebArgs {
     profile: Option<Profile>,
     /// Id of a configured app to open (see listApps).
     app: Option<String>,
+    /// A storage state saved with saveStorage: the session starts with its cookies and
+    /// localStorage.
+    storage: Option<String>,
     #[serde(flatten)]
     enable: EnableToolsArgs,
 }
@@ -208,7 +237,7 @@ impl Tool for GetWeb {
     const DEF: ToolDef = ToolDef::new(
         "getWeb",
         "Acquire a web device",
-        "Acquires a ready web device (headless Chromium with mobile emulation) for this session and returns its `sessionUuid`; send it as the `x-paddock-session-id` header or the `__mcpSessionId` argument with every device tool (a session that already has an id keeps it). Optionally opens a configured `app` and declares `enableTools` in the same call; the answer lists `enabledTools` and `gatedTools`. A session holds one device; calling again returns it.",
+        "Acquires a ready web device (headless Chromium with mobile emulation) for this session and returns its `sessionUuid`; send it as the `x-paddock-session-id` header or the `__mcpSessionId` argument with every device tool (a session that already has an id keeps it). Optionally starts with a `storage` state saved by saveStorage, opens a configured `app`, and declares `enableTools` in the same call; the answer lists `enabledTools` and `gatedTools`. A session holds one device; calling again returns it.",
         Hints::IDEMPOTENT_CHANGE,
     )
     .always_on()
@@ -225,6 +254,7 @@ impl Tool for GetWeb {
             avd: None,
             app: args.app,
             enable_tools: args.enable.enable_tools,
+            storage: args.storage,
         };
         acquire(call, request).await
     }
@@ -266,6 +296,7 @@ impl Tool for GetAndroid {
             avd: args.avd_name,
             app: None,
             enable_tools: args.enable.enable_tools,
+            storage: None,
         };
         acquire(call, request).await
     }
@@ -310,6 +341,7 @@ impl Tool for GetApple {
             avd: None,
             app: None,
             enable_tools: args.enable.enable_tools,
+            storage: None,
         };
         acquire(call, request).await
     }

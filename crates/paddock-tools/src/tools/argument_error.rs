@@ -788,7 +788,9 @@ mod tests {
         // The in-band session argument is removed before parsing and is not offered.
         assert_eq!(
             error(GetWeb, json!({ "platform": "web" })).as_deref(),
-            Some("`platform` is not an argument of `getWeb`; it takes: app, enableTools, profile")
+            Some(
+                "`platform` is not an argument of `getWeb`; it takes: app, enableTools, profile, storage"
+            )
         );
     }
 

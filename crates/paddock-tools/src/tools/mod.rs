@@ -45,6 +45,7 @@ pub(crate) mod observation;
 pub(crate) mod results;
 pub(crate) mod schema;
 pub(crate) mod tasks;
+pub(crate) mod web_data;
 
 /// Every tool Paddock registers, in listing order.
 pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
@@ -74,6 +75,14 @@ pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
     &observation::Screenshot,
     &actions::Clipboard,
     &actions::Highlight,
+    &web_data::ConsoleLog,
+    &web_data::NetworkLog,
+    &web_data::NetworkBody,
+    &web_data::ConfigureDevice,
+    &web_data::Evaluate,
+    &web_data::SaveStorage,
+    &web_data::ListStorage,
+    &web_data::DeleteStorage,
     &android::InstallApp,
     &android::SqlQuery,
     &tasks::RunTask,
