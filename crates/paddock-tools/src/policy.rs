@@ -64,8 +64,9 @@ pub struct Policy {
     refusal: Option<String>,
 }
 
-/// Device tools a task's agent never gets: they reach beyond the device's screen.
-const TASK_EXCLUDED: [&str; 2] = ["installApp", "sqlQuery"];
+/// Device tools a task's agent never gets: they reach beyond the device's screen
+/// (`uploadFile` reads the owner's files on the daemon's machine).
+const TASK_EXCLUDED: [&str; 3] = ["installApp", "sqlQuery", "uploadFile"];
 
 impl Policy {
     /// A policy that allows nothing.

@@ -41,6 +41,7 @@ pub(crate) mod args;
 mod argument_error;
 pub(crate) mod core;
 mod device;
+pub(crate) mod pages;
 pub(crate) mod observation;
 pub(crate) mod results;
 pub(crate) mod schema;
@@ -74,6 +75,10 @@ pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
     &observation::Screenshot,
     &actions::Clipboard,
     &actions::Highlight,
+    &pages::Tabs,
+    &pages::UploadFile,
+    &pages::Files,
+    &pages::SavePdf,
     &android::InstallApp,
     &android::SqlQuery,
     &tasks::RunTask,
@@ -172,6 +177,13 @@ pub(crate) enum Output {
         text: String,
         image: Option<Image>,
         structured: Option<Value>,
+    },
+    /// Text and a session resource: embedded (a base64 `resource` blob) when `embedded` holds
+    /// its bytes, else a `resource_link` to it.
+    Resource {
+        text: String,
+        resource: crate::resources::ResourceRef,
+        embedded: Option<Vec<u8>>,
     },
 }
 
