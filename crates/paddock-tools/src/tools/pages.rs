@@ -133,7 +133,7 @@ impl Tool for Tabs {
     const DEF: ToolDef = ToolDef::new(
         "tabs",
         "Tabs",
-        "The web device's tabs, numbered from 1 in the order they opened. Pages that open a popup or a `target=_blank` link get a new tab, which becomes active; when the active tab closes, its opener (else the tab before it) becomes active; closing the last tab leaves a blank one. The observation header says `tabs N (active K)` when there is more than one. `list` answers `[{index, title, url, active}]`; `select {index}`, `close {index?}` (default the active tab) and `new {url?}` answer with the screen like an action.",
+        "The web device's tabs, numbered from 1 in the order they opened. Pages that open a popup or a `target=_blank` link get a new tab, which becomes active; when the active tab closes, its opener (else the tab before it) becomes active; closing the last tab leaves a blank one. The observation header says `tabs N (active K)` when there is more than one. `list` answers `{tabs: [{index, title, url, active}]}`; `select {index}`, `close {index?}` (default the active tab) and `new {url?}` answer with the screen like an action.",
         Hints::ACT,
     )
     .operations(TABS_OPERATIONS)
@@ -154,7 +154,7 @@ impl Tool for Tabs {
                         active: tab.active,
                     })
                     .collect();
-                Ok(Output::Json(json!(tabs)))
+                Ok(Output::Json(json!({ "tabs": tabs })))
             }
             (TabsOperation::Select, Some(index), None) => {
                 page_act(&call, PageOperation::SelectTab(index)).await
@@ -266,7 +266,7 @@ impl Tool for Files {
     const DEF: ToolDef = ToolDef::new(
         "files",
         "Downloaded files",
-        "The files the web device downloaded this session, kept in the session's own directory (emptied at release). `list` answers `[{name, size, state, url}]` (a download over the size limit is `canceled: too large`); `download {name}` returns the file: embedded when at most 1 MiB, else a `resource_link` (read it with resources/read; at most 16 MiB); `delete {name}` removes it.",
+        "The files the web device downloaded this session, kept in the session's own directory (emptied at release). `list` answers `{files: [{name, size, state, url}]}` (a download over the size limit is `canceled: too large`); `download {name}` returns the file: embedded when at most 1 MiB, else a `resource_link` (read it with resources/read; at most 16 MiB); `delete {name}` removes it.",
         Hints::ACT,
     )
     .operations(FILES_OPERATIONS)
@@ -290,7 +290,7 @@ impl Tool for Files {
                         })
                     })
                     .collect();
-                Ok(Output::Json(json!(listed)))
+                Ok(Output::Json(json!({ "files": listed })))
             }
             (FilesOperation::List, Some(_)) => {
                 Err(ToolError::invalid_input("`list` takes no `name`"))
