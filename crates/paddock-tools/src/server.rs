@@ -805,12 +805,14 @@ impl McpServer {
                 let attached = match embedded {
                     Some(bytes) => {
                         use base64::Engine as _;
-                        ContentBlock::resource(rmcp::model::ResourceContents::BlobResourceContents {
-                            uri: resource.uri.clone(),
-                            mime_type: Some(resource.mime_type.to_owned()),
-                            blob: base64::engine::general_purpose::STANDARD.encode(bytes),
-                            meta: None,
-                        })
+                        ContentBlock::resource(
+                            rmcp::model::ResourceContents::BlobResourceContents {
+                                uri: resource.uri.clone(),
+                                mime_type: Some(resource.mime_type.to_owned()),
+                                blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+                                meta: None,
+                            },
+                        )
                     }
                     None => ContentBlock::resource_link(resource_of(&resource)),
                 };

@@ -109,7 +109,10 @@ fn routed_calls() -> Vec<(&'static str, Value)> {
         ("clipboard", json!({ "operation": "read" })),
         ("highlight", json!({ "clear": true })),
         ("tabs", json!({ "operation": "list" })),
-        ("uploadFile", json!({ "id": "file", "paths": ["/tmp/note.txt"] })),
+        (
+            "uploadFile",
+            json!({ "id": "file", "paths": ["/tmp/note.txt"] }),
+        ),
         ("files", json!({ "operation": "list" })),
         ("savePdf", json!({})),
         ("installApp", json!({ "path": "/tmp/app.apk" })),

@@ -114,10 +114,22 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
     }
 
     // Hover: the delete button shows only while the row is hovered, then it can be tapped.
-    assert!(!text(&report, "/hover/before").contains("Delete Alpha"), "{report:#}");
-    assert!(!report["hover"]["hover"]["isError"].as_bool().unwrap(), "{report:#}");
-    assert!(text(&report, "/hover/afterHover").contains("\"Delete Alpha\""), "{report:#}");
-    assert!(!report["hover"]["delete"]["isError"].as_bool().unwrap(), "{report:#}");
+    assert!(
+        !text(&report, "/hover/before").contains("Delete Alpha"),
+        "{report:#}"
+    );
+    assert!(
+        !report["hover"]["hover"]["isError"].as_bool().unwrap(),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "/hover/afterHover").contains("\"Delete Alpha\""),
+        "{report:#}"
+    );
+    assert!(
+        !report["hover"]["delete"]["isError"].as_bool().unwrap(),
+        "{report:#}"
+    );
     let deleted = text(&report, "/hover/afterDelete");
     assert!(deleted.contains("Deleted Alpha"), "{deleted}");
     assert!(!deleted.contains("\"Alpha\""), "{deleted}");
@@ -129,8 +141,14 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
     let back = text(&report, "/popup/back");
     assert!(back.contains("Signed in as Ada"), "{back}");
     assert!(back.contains("/popup-login"), "{back}");
-    assert!(!back.lines().next().unwrap_or_default().contains("tabs "), "{back}");
-    assert_eq!(report["popup"]["tabs"]["tabs"].as_array().map(Vec::len), Some(1));
+    assert!(
+        !back.lines().next().unwrap_or_default().contains("tabs "),
+        "{back}"
+    );
+    assert_eq!(
+        report["popup"]["tabs"]["tabs"].as_array().map(Vec::len),
+        Some(1)
+    );
 
     // `target=_blank` opens tab 2; select, new and close manage the tabs.
     let help = text(&report, "/tabs/help");
@@ -143,20 +161,40 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
     assert_eq!(listed[1]["index"], 2);
     assert_eq!(listed[1]["title"], "Help - Fixture");
     assert_eq!(listed[1]["active"], true);
-    assert!(text(&report, "/tabs/select/text").contains("tabs 2 (active 1)"), "{report:#}");
-    assert!(text(&report, "/tabs/new/text").contains("tabs 3 (active 3)"), "{report:#}");
+    assert!(
+        text(&report, "/tabs/select/text").contains("tabs 2 (active 1)"),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "/tabs/new/text").contains("tabs 3 (active 3)"),
+        "{report:#}"
+    );
     let three = report["tabs"]["listThree"]["tabs"].as_array().unwrap();
     assert_eq!(three.len(), 3);
     assert!(three[2]["url"].as_str().unwrap().ends_with("/hover"));
-    assert!(text(&report, "/tabs/closeActive/text").contains("tabs 2 (active 2)"), "{report:#}");
+    assert!(
+        text(&report, "/tabs/closeActive/text").contains("tabs 2 (active 2)"),
+        "{report:#}"
+    );
     let last = text(&report, "/tabs/observeAfterLast/text");
     assert!(last.contains("about:blank"), "{last}");
-    assert!(!report["tabs"]["observeAfterLast"]["isError"].as_bool().unwrap());
+    assert!(
+        !report["tabs"]["observeAfterLast"]["isError"]
+            .as_bool()
+            .unwrap()
+    );
     let after = report["tabs"]["listAfterLast"]["tabs"].as_array().unwrap();
     assert_eq!(after.len(), 1, "{after:?}");
     assert_eq!(after[0]["url"], "about:blank");
-    assert!(report["tabs"]["selectMissing"]["isError"].as_bool().unwrap());
-    assert!(text(&report, "/tabs/selectMissing/text").contains("[not_found]"), "{report:#}");
+    assert!(
+        report["tabs"]["selectMissing"]["isError"]
+            .as_bool()
+            .unwrap()
+    );
+    assert!(
+        text(&report, "/tabs/selectMissing/text").contains("[not_found]"),
+        "{report:#}"
+    );
 
     // Uploads: by ref and through the page's file chooser; refusals are typed.
     assert!(report["upload"]["inputRef"].is_string(), "{report:#}");
@@ -174,20 +212,35 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
     for (step, code, words) in [
         ("directory", "[invalid_input]", "is not a regular file"),
         ("missing", "[not_found]", "does not exist"),
-        ("tooLarge", "[invalid_input]", "over the upload limit of 104857600 bytes"),
+        (
+            "tooLarge",
+            "[invalid_input]",
+            "over the upload limit of 104857600 bytes",
+        ),
     ] {
         let answer = &report["upload"][step];
         assert_eq!(answer["isError"], true, "{step}: {answer}");
         let message = answer["text"].as_str().unwrap();
-        assert!(message.contains(code) && message.contains(words), "{step}: {message}");
+        assert!(
+            message.contains(code) && message.contains(words),
+            "{step}: {message}"
+        );
     }
 
     // Downloads: listed, returned embedded with their text; one over the limit is canceled.
     let files = report["download"]["list"].as_array().unwrap();
-    let report_csv = files.iter().find(|file| file["name"] == "report.csv").unwrap();
+    let report_csv = files
+        .iter()
+        .find(|file| file["name"] == "report.csv")
+        .unwrap();
     assert_eq!(report_csv["state"], "completed");
     assert_eq!(report_csv["size"], REPORT_CSV.len());
-    assert!(report_csv["url"].as_str().unwrap().ends_with("/files/report.csv"));
+    assert!(
+        report_csv["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/files/report.csv")
+    );
     assert_eq!(report["download"]["download"]["content"], REPORT_CSV);
     assert_eq!(report["download"]["download"]["mimeType"], "text/csv");
     assert!(
@@ -202,7 +255,11 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
         .find(|file| file["name"] == "big.bin")
         .unwrap_or_else(|| panic!("{report:#}"));
     assert_eq!(big["state"], "canceled: too large");
-    assert!(!report["download"]["observeAfterBig"]["isError"].as_bool().unwrap());
+    assert!(
+        !report["download"]["observeAfterBig"]["isError"]
+            .as_bool()
+            .unwrap()
+    );
     assert!(text(&report, "/download/observeAfterBig/text").contains("Download big file"));
     assert!(
         !report["download"]["listAfterDelete"]["files"]
@@ -222,21 +279,24 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
 
     // A released device comes back with no downloads and one tab.
     assert_eq!(
-        report["release"]["before"]["files"].as_array().map(Vec::len),
+        report["release"]["before"]["files"]
+            .as_array()
+            .map(Vec::len),
         Some(1),
         "{report:#}"
     );
-    assert_eq!(report["release"]["after"]["files"], Value::Array(Vec::new()));
-    assert_eq!(report["release"]["tabs"]["tabs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        report["release"]["after"]["files"],
+        Value::Array(Vec::new())
+    );
+    assert_eq!(
+        report["release"]["tabs"]["tabs"].as_array().map(Vec::len),
+        Some(1)
+    );
 
     // No file a page named ever reached the disk: downloads are named by GUID inside the
     // device's own directory, and the canceled one is gone.
     let mut found = Vec::new();
-    files_named(
-        harness.root(),
-        &["report", "big"],
-        &scratch,
-        &mut found,
-    );
+    files_named(harness.root(), &["report", "big"], &scratch, &mut found);
     assert!(found.is_empty(), "files named by a page: {found:?}");
 }

@@ -187,9 +187,7 @@ fn unique_name(name: &str, taken: &[&str]) -> String {
 /// A GUID as Chromium names download files: hex digits and dashes only, so it is a plain file
 /// name inside the downloads directory.
 fn is_guid(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 64
-        && text.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+    !text.is_empty() && text.len() <= 64 && text.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
 }
 
 /// The MIME type of a file by its name's extension.
@@ -228,9 +226,7 @@ fn recreate(dir: &Path) -> Result<(), DeviceError> {
         }
     }
     std::fs::create_dir_all(dir).map_err(|error| {
-        DeviceError::Failed(format!(
-            "could not create the downloads directory: {error}"
-        ))
+        DeviceError::Failed(format!("could not create the downloads directory: {error}"))
     })
 }
 
@@ -316,7 +312,10 @@ impl WebDevice {
                     json!({ "files": files, "objectId": object_id }),
                 )
                 .await?;
-                Ok(format!("set the files of {}: {names}", super::describe(target)))
+                Ok(format!(
+                    "set the files of {}: {names}",
+                    super::describe(target)
+                ))
             }
             None => {
                 let chooser = self.state.lock().await.files.chooser.take();
@@ -595,7 +594,10 @@ mod tests {
         let large = check_upload_paths(&[text(&file)], 3).unwrap_err();
         assert_eq!(
             large.to_string(),
-            format!("`{}` is 6 bytes, over the upload limit of 3 bytes", text(&file))
+            format!(
+                "`{}` is 6 bytes, over the upload limit of 3 bytes",
+                text(&file)
+            )
         );
     }
 

@@ -9,8 +9,8 @@ mod pdf;
 mod tabs;
 
 pub use files::{
-    DEFAULT_DOWNLOAD_LIMIT_BYTES, DOWNLOAD_LIMIT_ENV, DownloadInfo, DownloadState, MAX_UPLOAD_FILES,
-    UPLOAD_LIMIT_BYTES, UploadPathError, check_upload_paths, mime_type_of,
+    DEFAULT_DOWNLOAD_LIMIT_BYTES, DOWNLOAD_LIMIT_ENV, DownloadInfo, DownloadState,
+    MAX_UPLOAD_FILES, UPLOAD_LIMIT_BYTES, UploadPathError, check_upload_paths, mime_type_of,
 };
 pub use pdf::MAX_PDF_BYTES;
 pub use tabs::{MAX_TABS, TabSummary};

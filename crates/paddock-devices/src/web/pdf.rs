@@ -30,6 +30,8 @@ impl WebDevice {
         }
         base64::engine::general_purpose::STANDARD
             .decode(data)
-            .map_err(|error| DeviceError::Failed(format!("the browser's PDF is not base64: {error}")))
+            .map_err(|error| {
+                DeviceError::Failed(format!("the browser's PDF is not base64: {error}"))
+            })
     }
 }
