@@ -93,8 +93,9 @@ impl Policy {
 
     /// The policy of a task's agent: the tools that act on or read the task's device, and
     /// nothing else — no acquisition, provisioning, discovery writes, tasks or plans — and not
-    /// the two device tools that reach beyond the screen: `installApp` (reads an APK from the
-    /// daemon's machine) and `sqlQuery` (an app's private database).
+    /// the device tools that reach beyond the screen: `installApp` (reads an APK from the
+    /// daemon's machine), `sqlQuery` (an app's private database) and `uploadFile` (reads the
+    /// owner's files on the daemon's machine).
     pub fn task(catalog: &[CatalogTool]) -> Self {
         Self {
             name: "task".to_owned(),
@@ -268,7 +269,16 @@ mod tests {
     #[test]
     fn a_task_policy_keeps_the_device_tools_only() {
         let task = Policy::task(&builtin());
-        for allowed in ["observe", "tapOn", "inputText", "screenshot", "openLink"] {
+        for allowed in [
+            "observe",
+            "tapOn",
+            "inputText",
+            "screenshot",
+            "openLink",
+            "tabs",
+            "files",
+            "savePdf",
+        ] {
             assert!(task.allows_tool(allowed), "{allowed}");
         }
         for refused in [
@@ -284,6 +294,7 @@ mod tests {
             "exportPlan",
             "installApp",
             "sqlQuery",
+            "uploadFile",
         ] {
             assert!(!task.allows_tool(refused), "{refused}");
         }
