@@ -71,6 +71,9 @@ pub enum TapKind {
     Tap,
     DoubleTap,
     LongPress,
+    /// The pointer moves onto the target without pressing (desktop web profiles; on touch
+    /// profiles a tap is also a hover).
+    Hover,
 }
 
 /// The direction the finger moves: `Up` reveals content below, as on a phone.
@@ -236,6 +239,16 @@ pub struct Observation {
     /// Lines that say what scrolls and how (Android's scrollable containers), each starting
     /// `scroll:`.
     pub scroll_hints: Vec<String>,
+    /// The web device's tabs, when it has more than one.
+    pub tabs: Option<TabsInfo>,
+}
+
+/// How many tabs a web device has and which one is in front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TabsInfo {
+    pub count: usize,
+    /// 1-based, as `tabs` numbers them.
+    pub active: usize,
 }
 
 impl Observation {

@@ -15,8 +15,8 @@ pub mod web;
 
 pub use device::{
     Action, ActionOutcome, Device, DeviceError, Element, ImeAction, Key, Observation,
-    ObserveOptions, Orientation, Platform, Point, Screenshot, SqlQuery, SwipeDirection, TapKind,
-    Target,
+    ObserveOptions, Orientation, Platform, Point, Screenshot, SqlQuery, SwipeDirection, TabsInfo,
+    TapKind, Target,
 };
 pub use pool::{DeviceInfo, DeviceState, Pool, PoolConfig, WebPoolConfig};
 pub use profile::{AppConfig, Profile};

@@ -5,7 +5,9 @@
 //!
 //! Pages: `/`, `/login` (`?notice=1` puts a notice before the form), `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
 //! after 1500 ms), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
-//! `/storage`, `/logs`, `/locale`, `/session` (see [`web_data`]), and the pages of [`real_web`]
+//! `/storage`, `/logs`, `/locale`, `/session` (see [`web_data`]); `/hover`, `/popup-login`,
+//! `/provider`, `/help`, `/upload`, `/download` and the attachments `/files/report.csv` and
+//! `/files/big.bin?mb=N` (see `fixture/web_pages.rs`); the pages of [`real_web`]
 //! (`/components`, `/frames`, `/frame/form`, `/frame/note`, `/todo`); anything else is a 404
 //! page with the heading "Not found".
 //!
@@ -24,6 +26,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 pub mod web_data;
+mod web_pages;
+pub use web_pages::REPORT_CSV;
 
 /// How long `/slow` waits before answering.
 pub const SLOW_DELAY: Duration = Duration::from_millis(1500);
@@ -164,6 +168,13 @@ fn serve(mut stream: TcpStream, requests: &AtomicUsize) {
         Some((method, target)) => match method {
             "GET" | "HEAD" => {
                 let (path, query) = target.split_once('?').unwrap_or((target, ""));
+                if let Some(_written) =
+                    web_pages::serve_file(&mut stream, path, query, method == "HEAD")
+                {
+                    requests.fetch_add(1, Ordering::SeqCst);
+                    let _ = stream.shutdown(Shutdown::Write);
+                    return;
+                }
                 if path == "/slow" {
                     std::thread::sleep(SLOW_DELAY);
                 }
@@ -327,7 +338,7 @@ fn route(path: &str, query: &str) -> (u16, String) {
         ),
         _ => match path.strip_prefix("/item/").and_then(item_number) {
             Some(n) => (200, item(n)),
-            None => (404, not_found(path)),
+            None => web_pages::route(path, query).unwrap_or_else(|| (404, not_found(path))),
         },
     }
 }

@@ -66,7 +66,8 @@ pub struct Policy {
 
 /// Device tools a task's agent never gets: they reach beyond the device's screen (an APK on
 /// the daemon's machine, an app's database, page script and raw response bodies, and saved
-/// logins, which belong to the connection that saved them).
+/// logins, which belong to the connection that saved them) and `uploadFile` (reads the owner's files
+/// on the daemon's machine).
 const TASK_EXCLUDED: &[&str] = &[
     "installApp",
     "sqlQuery",
@@ -75,6 +76,7 @@ const TASK_EXCLUDED: &[&str] = &[
     "saveStorage",
     "listStorage",
     "deleteStorage",
+    "uploadFile",
 ];
 
 impl Policy {
@@ -104,7 +106,8 @@ impl Policy {
     /// nothing else — no acquisition, provisioning, discovery writes, tasks or plans — and not
     /// the device tools that reach beyond the screen ([`TASK_EXCLUDED`]): `installApp` (reads an
     /// APK from the daemon's machine), `sqlQuery` (an app's private database), `evaluate` and
-    /// `networkBody` (page script, raw bodies) and the saved-storage tools.
+    /// `networkBody` (page script, raw bodies) the saved-storage tools and `uploadFile`
+    /// (reads the owner's files on the daemon's machine).
     pub fn task(catalog: &[CatalogTool]) -> Self {
         Self {
             name: "task".to_owned(),
@@ -287,6 +290,9 @@ mod tests {
             "consoleLog",
             "networkLog",
             "configureDevice",
+            "tabs",
+            "files",
+            "savePdf",
         ] {
             assert!(task.allows_tool(allowed), "{allowed}");
         }
@@ -308,6 +314,7 @@ mod tests {
             "saveStorage",
             "listStorage",
             "deleteStorage",
+            "uploadFile",
         ] {
             assert!(!task.allows_tool(refused), "{refused}");
         }

@@ -93,6 +93,9 @@ fn header(out: &mut String, observation: &Observation) {
     if !observation.title.is_empty() {
         let _ = write!(out, " \"{}\"", observation.title);
     }
+    if let Some(tabs) = observation.tabs {
+        let _ = write!(out, " tabs {} (active {})", tabs.count, tabs.active);
+    }
     out.push('\n');
     for notice in &observation.notices {
         let _ = writeln!(out, "notice: {notice}");
@@ -187,6 +190,9 @@ pub fn observation_json(observation: &Observation) -> Value {
     if !observation.scroll_hints.is_empty() {
         value["scrollHints"] = json!(observation.scroll_hints);
     }
+    if let Some(tabs) = observation.tabs {
+        value["tabs"] = json!({ "count": tabs.count, "active": tabs.active });
+    }
     value
 }
 
@@ -258,6 +264,7 @@ mod tests {
             settled: Some(true),
             notices: Vec::new(),
             scroll_hints: Vec::new(),
+            tabs: None,
         }
     }
 

@@ -781,7 +781,9 @@ impl McpServer {
         if let (Some((recorder, key)), Some(before)) = (&recording, before) {
             let (ok, text) = match &outcome {
                 Ok(Output::Json(value)) => (true, value.to_string()),
-                Ok(Output::Rich { text, .. }) => (true, text.clone()),
+                Ok(Output::Rich { text, .. } | Output::Resource { text, .. }) => {
+                    (true, text.clone())
+                }
                 Err(error) => (false, error.to_string()),
             };
             let call = self.recorded_call(tool, key, before, ok, text, started);
@@ -815,6 +817,31 @@ impl McpServer {
                 let mut result = CallToolResult::success(content);
                 result.structured_content = structured;
                 Ok(result)
+            }
+            Ok(Output::Resource {
+                text,
+                resource,
+                embedded,
+            }) => {
+                audit(Outcome::Ok, operation);
+                let attached = match embedded {
+                    Some(bytes) => {
+                        use base64::Engine as _;
+                        ContentBlock::resource(
+                            rmcp::model::ResourceContents::BlobResourceContents {
+                                uri: resource.uri.clone(),
+                                mime_type: Some(resource.mime_type.to_owned()),
+                                blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+                                meta: None,
+                            },
+                        )
+                    }
+                    None => ContentBlock::resource_link(resource_of(&resource)),
+                };
+                Ok(CallToolResult::success(vec![
+                    ContentBlock::text(text),
+                    attached,
+                ]))
             }
             Err(error) => {
                 let outcome = if error.is_forbidden() {

@@ -114,6 +114,13 @@ fn routed_calls() -> Vec<(&'static str, Value)> {
         ("configureDevice", json!({ "operation": "get" })),
         ("evaluate", json!({ "expression": "1 + 1" })),
         ("saveStorage", json!({ "name": "login" })),
+        ("tabs", json!({ "operation": "list" })),
+        (
+            "uploadFile",
+            json!({ "id": "file", "paths": ["/tmp/note.txt"] }),
+        ),
+        ("files", json!({ "operation": "list" })),
+        ("savePdf", json!({})),
         ("installApp", json!({ "path": "/tmp/app.apk" })),
         (
             "sqlQuery",

@@ -375,6 +375,7 @@ impl AndroidDevice {
             settled: None,
             notices: Vec::new(),
             scroll_hints,
+            tabs: None,
         })
     }
 
@@ -443,6 +444,11 @@ impl AndroidDevice {
             TapKind::Tap => format!("input tap {x} {y}"),
             TapKind::DoubleTap => format!("input tap {x} {y}; input tap {x} {y}"),
             TapKind::LongPress => format!("input swipe {x} {y} {x} {y} {LONG_PRESS_MS}"),
+            TapKind::Hover => {
+                return Err(DeviceError::Unsupported(
+                    "`hover` is for web devices; Android has no pointer to hover with".into(),
+                ));
+            }
         };
         self.run(&command).await.map(drop)
     }

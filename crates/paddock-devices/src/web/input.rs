@@ -241,6 +241,8 @@ async fn tap(device: &WebDevice, x: f64, y: f64, kind: TapKind) -> Result<(), De
             tokio::time::sleep(Duration::from_millis(700)).await;
             mouse(device, "mouseReleased", x, y, 1).await
         }
+        // The `mouseMoved` above is the whole hover.
+        TapKind::Hover => Ok(()),
     }
 }
 

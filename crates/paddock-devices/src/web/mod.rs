@@ -4,8 +4,18 @@
 
 pub mod cdp;
 pub mod data;
+mod files;
 mod frames;
 mod input;
+mod pdf;
+mod tabs;
+
+pub use files::{
+    DEFAULT_DOWNLOAD_LIMIT_BYTES, DOWNLOAD_LIMIT_ENV, DownloadInfo, DownloadState,
+    MAX_UPLOAD_FILES, UPLOAD_LIMIT_BYTES, UploadPathError, check_upload_paths, mime_type_of,
+};
+pub use pdf::MAX_PDF_BYTES;
+pub use tabs::{MAX_TABS, TabSummary};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,6 +68,9 @@ struct PageState {
     ref_base: u64,
     clipboard: String,
     app: Option<String>,
+    /// Every tab, the active one (`target_id`, `session_id`) included.
+    tabs: Vec<tabs::Tab>,
+    files: files::FilesState,
 }
 
 /// One web device.
@@ -68,6 +81,7 @@ pub struct WebDevice {
     child: Mutex<Option<ManagedChild>>,
     pid: Option<u32>,
     _user_data: tempfile::TempDir,
+    files: files::FilesConfig,
     state: tokio::sync::Mutex<PageState>,
     loading: Arc<AtomicBool>,
     /// Things that happened since the last observation, such as an answered alert.
@@ -237,21 +251,24 @@ impl WebDevice {
             loading.clone(),
             notices.clone(),
         );
-        Ok(Arc::new(Self {
+        let device = Arc::new(Self {
             id,
             profile,
             cdp,
             child: Mutex::new(Some(child)),
             pid,
+            files: files::FilesConfig::new(user_data.path()),
             _user_data: user_data,
             state: tokio::sync::Mutex::new(PageState {
-                context_id,
+                tabs: tabs::initial(&target_id, &session_id),
+                context_id: context_id.clone(),
                 target_id,
                 session_id,
                 orientation: Orientation::Portrait,
                 ref_base: 1,
                 clipboard: String::new(),
                 app: None,
+                files: files::FilesState::default(),
             }),
             loading,
             notices,
@@ -259,7 +276,11 @@ impl WebDevice {
             died,
             frames,
             data,
-        }))
+        });
+        tabs::watch(&device).await?;
+        files::watch(&device);
+        device.reset_files(&context_id).await?;
+        Ok(device)
     }
 
     async fn session(&self) -> String {
@@ -436,6 +457,7 @@ impl WebDevice {
                 .map(|mut notices| std::mem::take(&mut *notices))
                 .unwrap_or_default(),
             scroll_hints: Vec::new(),
+            tabs: self.tabs_info().await,
         })
     }
 
@@ -799,6 +821,15 @@ async fn prepare_session(
     )
     .await
     .map_err(cdp_error)?;
+    // A page's file chooser is answered by `uploadFile`, never shown.
+    cdp.call(
+        session,
+        "Page.setInterceptFileChooserDialog",
+        json!({ "enabled": true }),
+        CALL_TIMEOUT,
+    )
+    .await
+    .map_err(cdp_error)?;
     apply_emulation(cdp, session_id, profile, orientation).await?;
     frames::auto_attach(cdp, session_id).await?;
     data::prepare_session(cdp, session_id, profile, data).await
@@ -900,7 +931,9 @@ impl Device for WebDevice {
     fn reset(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
         Box::pin(async move {
             let (old_context, old_target) = {
-                let state = self.state.lock().await;
+                let mut state = self.state.lock().await;
+                // Forgotten first, so their closing is not taken for a page closing a tab.
+                state.tabs.clear();
                 (state.context_id.clone(), state.target_id.clone())
             };
             let _ = self
@@ -937,7 +970,9 @@ impl Device for WebDevice {
             }
             self.frames.clear();
             self.loading.store(false, Ordering::SeqCst);
+            self.reset_files(&context_id).await?;
             let mut state = self.state.lock().await;
+            state.tabs = tabs::initial(&target_id, &session_id);
             state.context_id = context_id;
             state.target_id = target_id;
             state.session_id = session_id;

@@ -25,7 +25,7 @@ const DEFAULT_HIGHLIGHT_COLOR: &str = "red";
 
 wire_enum! {
     /// How `tapOn` touches its target.
-    TapAction => paddock_devices::TapKind { Tap, DoubleTap, LongPress }
+    TapAction => paddock_devices::TapKind { Tap, DoubleTap, LongPress, Hover }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -33,7 +33,7 @@ wire_enum! {
 pub(crate) struct TapOnArgs {
     #[serde(flatten)]
     target: TargetArgs,
-    /// Default `tap`.
+    /// Default `tap`; `hover` (web) moves the pointer onto the target without pressing.
     action: Option<TapAction>,
 }
 
@@ -46,7 +46,7 @@ impl Tool for TapOn {
     const DEF: ToolDef = ToolDef::new(
         "tapOn",
         "Tap an element",
-        "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap` or `longPress`. Answers once the UI settles (`settled`) with the screen, or, when shorter, the changes since your last observation: `+` new, `-` gone, `~` changed elements (unchanged ones keep their refs).",
+        "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap`, `longPress` or (web) `hover`, which moves the pointer onto the target without a click, to reveal what shows on `:hover`; on touch profiles a tap is also a hover. Answers once the UI settles (`settled`) with the screen, or, when shorter, the changes since your last observation: `+` new, `-` gone, `~` changed elements (unchanged ones keep their refs).",
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);

@@ -670,7 +670,7 @@ mod tests {
         // variant, which the schema does not offer.
         assert_eq!(
             error(TapOn, json!({ "text": "OK", "action": {} })).as_deref(),
-            Some("`action` must be one of tap, doubleTap, longPress; got an empty object")
+            Some("`action` must be one of tap, doubleTap, longPress, hover; got an empty object")
         );
         assert_eq!(
             error(SwipeOn, json!({ "direction": { "up": 1 } })).as_deref(),

@@ -159,17 +159,19 @@ pub(super) async fn act(call: &Call<'_>, action: Action) -> Result<Output, ToolE
         .as_ref()
         .and_then(|session| call.registry.last_seen(session, device.id()));
     let outcome = bounded(device.act(action, SETTLE, ObserveOptions::default())).await?;
-    let changes = previous
-        .as_deref()
-        .and_then(|previous| change_text(previous, &outcome.observation));
+    Ok(outcome_output(call, previous.as_deref(), outcome))
+}
+
+/// An action's answer: the changes since `previous` (the caller's last observation of the
+/// device) when that is shorter than the whole screen, else the whole screen.
+pub(super) fn outcome_output(
+    call: &Call<'_>,
+    previous: Option<&[paddock_devices::Element]>,
+    outcome: paddock_devices::ActionOutcome,
+) -> Output {
+    let changes = previous.and_then(|previous| change_text(previous, &outcome.observation));
     let Some(changes) = changes else {
-        return Ok(observation_output(
-            call,
-            &outcome.observation,
-            outcome.detail,
-            false,
-            None,
-        ));
+        return observation_output(call, &outcome.observation, outcome.detail, false, None);
     };
     if let Some(session) = &call.session {
         call.registry.remember_seen(
@@ -184,9 +186,9 @@ pub(super) async fn act(call: &Call<'_>, action: Action) -> Result<Output, ToolE
         text.push('\n');
     }
     text.push_str(&changes);
-    Ok(Output::Rich {
+    Output::Rich {
         text,
         image: None,
         structured: None,
-    })
+    }
 }

@@ -42,6 +42,7 @@ mod argument_error;
 pub(crate) mod core;
 mod device;
 pub(crate) mod observation;
+pub(crate) mod pages;
 pub(crate) mod results;
 pub(crate) mod schema;
 pub(crate) mod tasks;
@@ -83,6 +84,10 @@ pub(crate) const REGISTERED: &[&dyn ErasedTool] = &[
     &web_data::SaveStorage,
     &web_data::ListStorage,
     &web_data::DeleteStorage,
+    &pages::Tabs,
+    &pages::UploadFile,
+    &pages::Files,
+    &pages::SavePdf,
     &android::InstallApp,
     &android::SqlQuery,
     &tasks::RunTask,
@@ -181,6 +186,13 @@ pub(crate) enum Output {
         text: String,
         image: Option<Image>,
         structured: Option<Value>,
+    },
+    /// Text and a session resource: embedded (a base64 `resource` blob) when `embedded` holds
+    /// its bytes, else a `resource_link` to it.
+    Resource {
+        text: String,
+        resource: crate::resources::ResourceRef,
+        embedded: Option<Vec<u8>>,
     },
 }
 
