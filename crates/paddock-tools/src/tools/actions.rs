@@ -28,6 +28,13 @@ wire_enum! {
     TapAction => paddock_devices::TapKind { Tap, DoubleTap, LongPress, Hover }
 }
 
+/// How an action's answer reads, for the descriptions of the action tools.
+macro_rules! answers {
+    () => {
+        " Answers once the UI settles with the screen, or, when shorter, the changes since your last observation: `+` new, `-` gone, `~` changed elements, each as its observe line (unchanged ones keep their refs)."
+    };
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TapOnArgs {
@@ -121,7 +128,10 @@ impl Tool for DragAndDrop {
     const DEF: ToolDef = ToolDef::new(
         "dragAndDrop",
         "Drag and drop",
-        "Drags from one target to another; each is `{ref}`, `{text}`, `{id}` or `{x, y}`.",
+        concat!(
+            "Drags from one target to another; each is `{ref}`, `{text}`, `{id}` or `{x, y}`.",
+            answers!()
+        ),
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);
@@ -153,7 +163,10 @@ impl Tool for InputText {
     const DEF: ToolDef = ToolDef::new(
         "inputText",
         "Type text",
-        "Types `text` into the text field given by `ref`, `id` or `label` (it is tapped first), or into the focused field.",
+        concat!(
+            "Types `text` into the text field given by `ref`, `id` or `label` (it is tapped first), or into the focused field.",
+            answers!()
+        ),
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);
@@ -183,7 +196,10 @@ impl Tool for ClearText {
     const DEF: ToolDef = ToolDef::new(
         "clearText",
         "Clear a text field",
-        "Clears the text field given by `ref`, `id` or `label`, or the focused one.",
+        concat!(
+            "Clears the text field given by `ref`, `id` or `label`, or the focused one.",
+            answers!()
+        ),
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);
@@ -216,7 +232,10 @@ impl Tool for ImeAction {
     const DEF: ToolDef = ToolDef::new(
         "imeAction",
         "Keyboard action",
-        "Performs the on-screen keyboard's action key: `done`, `go`, `search` and `send` submit (Enter); `next` and `previous` move focus.",
+        concat!(
+            "Performs the on-screen keyboard's action key: `done`, `go`, `search` and `send` submit (Enter); `next` and `previous` move focus.",
+            answers!()
+        ),
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);
@@ -276,7 +295,10 @@ impl Tool for SendKeys {
     const DEF: ToolDef = ToolDef::new(
         "sendKeys",
         "Type key by key",
-        "Types `text` as individual key presses (keydown/keyup per character) into the focused element, for pages that listen to keys rather than input.",
+        concat!(
+            "Types `text` as individual key presses (keydown/keyup per character) into the focused element, for pages that listen to keys rather than input.",
+            answers!()
+        ),
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);
@@ -405,7 +427,10 @@ impl Tool for OpenLink {
     const DEF: ToolDef = ToolDef::new(
         "openLink",
         "Open a link",
-        "Opens an http or https URL on the session's device; `file:`, `chrome:`, `javascript:`, `data:` and other schemes are refused.",
+        concat!(
+            "Opens an http or https URL on the session's device; `file:`, `chrome:`, `javascript:`, `data:` and other schemes are refused.",
+            answers!()
+        ),
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);
