@@ -8,6 +8,7 @@
 //! [`tasks`] reads a daemon-hosted task from outside: its ending, trajectory and device.
 
 pub mod android;
+pub mod clients;
 pub mod fixture;
 pub mod http;
 pub mod mcp;

@@ -5,24 +5,15 @@
 //! (`tests/clients/python/real_web_check.py`); the observations are snapshots.
 #![cfg(test)]
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use paddock_testkit::fixture::FixtureApp;
 use paddock_testkit::{DaemonHarness, McpHttp};
 use serde_json::{Value, json};
 
+use paddock_testkit::clients::{python, repo_root as repo};
+
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> PathBuf {
-    std::env::var_os("PADDOCK_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/test-clients/venv/bin/python"))
-}
 
 fn answer<'a>(report: &'a Value, key: &str) -> &'a str {
     assert_eq!(report[key]["error"], false, "{key}: {report:#}");

@@ -14,23 +14,9 @@ use paddock_testkit::fixture::web_data::{SESSION_COOKIE_VALUE, SESSION_STORAGE_V
 use paddock_testkit::other_user::OtherUser;
 use serde_json::Value;
 
+use paddock_testkit::clients::{python, repo_root as repo};
+
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> PathBuf {
-    let path = std::env::var_os("PADDOCK_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/test-clients/venv/bin/python"));
-    assert!(
-        path.exists(),
-        "{} is missing\nhint: run `scripts/setup --dev`",
-        path.display()
-    );
-    path
-}
 
 fn run_check(harness: &DaemonHarness, phase: &str, url: &str, app: &FixtureApp) -> Value {
     let mut command = Command::new(python());

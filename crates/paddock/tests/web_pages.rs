@@ -10,25 +10,11 @@ use paddock_testkit::DaemonHarness;
 use paddock_testkit::fixture::{FixtureApp, REPORT_CSV};
 use serde_json::Value;
 
+use paddock_testkit::clients::{python, repo_root as repo};
+
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 /// Below the 4 MiB of `/files/big.bin?mb=4`, above `report.csv`.
 const DOWNLOAD_LIMIT: &str = "2097152";
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> PathBuf {
-    let path = std::env::var_os("PADDOCK_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/test-clients/venv/bin/python"));
-    assert!(
-        path.exists(),
-        "{} is missing\nhint: run `scripts/setup --dev`",
-        path.display()
-    );
-    path
-}
 
 /// Files under `dir` whose name starts with one of `prefixes`, skipping `skip`.
 fn files_named(dir: &Path, prefixes: &[&str], skip: &Path, found: &mut Vec<PathBuf>) {
