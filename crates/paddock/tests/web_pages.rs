@@ -18,8 +18,12 @@ const DOWNLOAD_LIMIT: &str = "2097152";
 
 /// Files under `dir` whose name starts with one of `prefixes`, skipping `skip`.
 fn files_named(dir: &Path, prefixes: &[&str], skip: &Path, found: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+    // A directory that went away during the scan (a temporary one) has no files left; any
+    // other failure to read one would hide files, so it fails the test.
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
+        Err(error) => panic!("cannot scan {}: {error}", dir.display()),
     };
     for entry in entries.flatten() {
         let path = entry.path();

@@ -202,6 +202,17 @@ pub fn cap_text(text: &str, cap: usize) -> (&str, bool) {
     (&text[..end], true)
 }
 
+/// `url:line` (1-based) of a CDP call frame or exception details.
+fn location_of(at: &Value) -> String {
+    format!(
+        "{}:{}",
+        capped(at.get("url").and_then(Value::as_str).unwrap_or(""), MAX_URL),
+        at.get("lineNumber")
+            .and_then(Value::as_u64)
+            .map_or(0, |line| line + 1)
+    )
+}
+
 fn capped(text: &str, cap: usize) -> String {
     match cap_text(text, cap) {
         (text, false) => text.to_owned(),
@@ -488,19 +499,7 @@ impl DataState {
                             .join(" ")
                     })
                     .unwrap_or_default();
-                let location = params.pointer("/stackTrace/callFrames/0").map(|frame| {
-                    format!(
-                        "{}:{}",
-                        capped(
-                            frame.get("url").and_then(Value::as_str).unwrap_or(""),
-                            MAX_URL
-                        ),
-                        frame
-                            .get("lineNumber")
-                            .and_then(Value::as_u64)
-                            .map_or(0, |line| line + 1)
-                    )
-                });
+                let location = params.pointer("/stackTrace/callFrames/0").map(location_of);
                 let time = params
                     .get("timestamp")
                     .and_then(Value::as_f64)
@@ -521,19 +520,7 @@ impl DataState {
                     .or_else(|| details.and_then(|details| details.get("text")))
                     .and_then(Value::as_str)
                     .unwrap_or("uncaught exception");
-                let location = details.map(|details| {
-                    format!(
-                        "{}:{}",
-                        capped(
-                            details.get("url").and_then(Value::as_str).unwrap_or(""),
-                            MAX_URL
-                        ),
-                        details
-                            .get("lineNumber")
-                            .and_then(Value::as_u64)
-                            .map_or(0, |line| line + 1)
-                    )
-                });
+                let location = details.map(location_of);
                 let time = params
                     .get("timestamp")
                     .and_then(Value::as_f64)

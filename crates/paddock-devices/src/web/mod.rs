@@ -782,6 +782,19 @@ async fn open_page(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    let session_id = attach_page(cdp, &target_id, profile, orientation, data).await?;
+    Ok((context_id, target_id, session_id))
+}
+
+/// Attaches to the page target `target_id` with a flattened session and readies it
+/// ([`prepare_session`]); answers the session's id. Every tab is attached this way.
+async fn attach_page(
+    cdp: &Cdp,
+    target_id: &str,
+    profile: &Profile,
+    orientation: Orientation,
+    data: &data::DataState,
+) -> Result<String, DeviceError> {
     let attached = cdp
         .call(
             None,
@@ -797,7 +810,7 @@ async fn open_page(
         .unwrap_or_default()
         .to_owned();
     prepare_session(cdp, &session_id, profile, orientation, data).await?;
-    Ok((context_id, target_id, session_id))
+    Ok(session_id)
 }
 
 /// Readies a page target's CDP session: page events, the in-page helper on every document,

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 use tracing::debug;
 
-use super::{BLANK, CALL_TIMEOUT, PageState, WebDevice, cdp_error, prepare_session};
+use super::{BLANK, CALL_TIMEOUT, PageState, WebDevice, attach_page, cdp_error};
 use crate::device::{DeviceError, Observation, ObserveOptions, TabsInfo};
 
 /// The most tabs a device keeps; a page that opens more has its newest ones closed.
@@ -73,10 +73,17 @@ fn remove_tab(state: &mut PageState, target_id: &str) -> bool {
     true
 }
 
-fn no_such_tab(index: usize, count: usize) -> DeviceError {
-    DeviceError::NotFound(format!(
-        "there is no tab {index}; tabs are numbered 1 to {count} (see `tabs` `list`)"
-    ))
+/// Tab `index` (1-based), or `[not_found]` naming the range.
+fn tab_at(state: &PageState, index: usize) -> Result<&Tab, DeviceError> {
+    index
+        .checked_sub(1)
+        .and_then(|position| state.tabs.get(position))
+        .ok_or_else(|| {
+            DeviceError::NotFound(format!(
+                "there is no tab {index}; tabs are numbered 1 to {} (see `tabs` `list`)",
+                state.tabs.len()
+            ))
+        })
 }
 
 impl WebDevice {
@@ -140,12 +147,7 @@ impl WebDevice {
     pub async fn select_tab(&self, index: usize) -> Result<(), DeviceError> {
         let target_id = {
             let mut state = self.state.lock().await;
-            let count = state.tabs.len();
-            let tab = index
-                .checked_sub(1)
-                .and_then(|position| state.tabs.get(position))
-                .cloned()
-                .ok_or_else(|| no_such_tab(index, count))?;
+            let tab = tab_at(&state, index)?.clone();
             state.target_id = tab.target_id.clone();
             state.session_id = tab.session_id;
             tab.target_id
@@ -169,14 +171,9 @@ impl WebDevice {
     pub async fn close_tab(&self, index: Option<usize>) -> Result<(), DeviceError> {
         let target_id = {
             let mut state = self.state.lock().await;
-            let count = state.tabs.len();
             let target_id = match index {
                 None => state.target_id.clone(),
-                Some(index) => index
-                    .checked_sub(1)
-                    .and_then(|position| state.tabs.get(position))
-                    .map(|tab| tab.target_id.clone())
-                    .ok_or_else(|| no_such_tab(index, count))?,
+                Some(index) => tab_at(&state, index)?.target_id.clone(),
             };
             remove_tab(&mut state, &target_id);
             if state.tabs.is_empty() {
@@ -276,24 +273,9 @@ impl WebDevice {
         target_id: &str,
         opener: Option<String>,
     ) -> Result<Tab, DeviceError> {
-        let attached = self
-            .cdp
-            .call(
-                None,
-                "Target.attachToTarget",
-                json!({ "targetId": target_id, "flatten": true }),
-                CALL_TIMEOUT,
-            )
-            .await
-            .map_err(cdp_error)?;
-        let session_id = attached
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        prepare_session(
+        let session_id = attach_page(
             &self.cdp,
-            &session_id,
+            target_id,
             &self.profile,
             state.orientation,
             &self.data,
