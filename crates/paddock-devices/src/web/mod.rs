@@ -466,7 +466,7 @@ impl WebDevice {
         width: Option<u32>,
         quality: u8,
     ) -> Result<Screenshot, DeviceError> {
-        let (viewport_width, viewport_height, dpr) = self.metrics().await?;
+        let (viewport_width, viewport_height, dpr) = self.viewport().await?;
         let (viewport_width, viewport_height, dpr) = (
             viewport_width.max(1.0),
             viewport_height.max(1.0),
@@ -508,8 +508,8 @@ impl WebDevice {
     }
 
     /// The viewport's CSS width and height and the device pixel ratio, read without the page
-    /// helper (a screenshot needs nothing else from the page).
-    async fn metrics(&self) -> Result<(f64, f64, f64), DeviceError> {
+    /// helper (nothing else from the page is needed).
+    pub(super) async fn viewport(&self) -> Result<(f64, f64, f64), DeviceError> {
         let result = self
             .call(
                 "Runtime.evaluate",
@@ -521,17 +521,6 @@ impl WebDevice {
             number("/result/value/0").unwrap_or(0.0),
             number("/result/value/1").unwrap_or(0.0),
             number("/result/value/2").unwrap_or(1.0),
-        ))
-    }
-
-    /// The viewport's CSS width and height and the device pixel ratio.
-    pub(super) async fn viewport(&self) -> Result<(f64, f64, f64), DeviceError> {
-        let info = self.eval("window.__paddock.scrollInfo()", false).await?;
-        let number = |pointer: &str| info.pointer(pointer).and_then(Value::as_f64);
-        Ok((
-            number("/viewport/0").unwrap_or(0.0),
-            number("/viewport/1").unwrap_or(0.0),
-            number("/dpr").unwrap_or(1.0),
         ))
     }
 
