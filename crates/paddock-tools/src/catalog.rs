@@ -239,3 +239,16 @@ pub fn builtin() -> Vec<CatalogTool> {
         })
         .collect()
 }
+
+/// The fleet server's tools (spec 002's surface), in listing order.
+pub fn fleet() -> Vec<CatalogTool> {
+    crate::tools::fleet::REGISTERED
+        .iter()
+        .map(|handler| CatalogTool {
+            def: handler.def(),
+            input_schema: Arc::new(handler.input_schema()),
+            output_schema: handler.output_schema().map(Arc::new),
+            handler: *handler,
+        })
+        .collect()
+}

@@ -155,6 +155,8 @@ pub struct Registry {
     /// Bumped by every discovery change, so a `subscriptions/listen` stream can tell whether
     /// one landed between its acknowledgment and its registration.
     discovery_epoch: AtomicU64,
+    /// The `instructions` of `initialize`; [`INSTRUCTIONS`] unless the host set its own.
+    instructions: std::sync::OnceLock<&'static str>,
     /// What the sessions' tools produced (screenshots), for `resources/list` and `read`.
     pub(crate) resources: Resources,
     /// HTTP calls in flight, by session header and request id, so that a
@@ -199,11 +201,18 @@ impl Registry {
             closing: tokio::sync::watch::Sender::new(false),
             seen: Mutex::new(HashMap::new()),
             web_storage: std::sync::OnceLock::new(),
+            instructions: std::sync::OnceLock::new(),
         })
     }
 
     /// Keeps saved web storage states (`saveStorage`, `getWeb {storage}`) under `dir`, one
     /// subdirectory per connection profile. Only the first call counts.
+    /// Replaces the guidance sent with `initialize` (a host whose tools differ, such as the
+    /// fleet server).
+    pub fn set_instructions(&self, instructions: &'static str) {
+        let _ = self.instructions.set(instructions);
+    }
+
     pub fn set_web_storage_dir(&self, dir: std::path::PathBuf) {
         let _ = self
             .web_storage
@@ -532,6 +541,12 @@ struct AuditCall<'a> {
     request_id: Option<String>,
 }
 
+/// A caller's context for one HTTP request, put in the request's extensions by a transport
+/// that authenticates each request (the fleet server); it replaces the context the server was
+/// built with for that request's tool calls.
+#[derive(Debug, Clone)]
+pub struct RequestCtx(pub Arc<ToolCtx>);
+
 /// The per-request (or per-connection) rmcp server.
 #[derive(Clone)]
 pub struct McpServer {
@@ -604,6 +619,21 @@ impl McpServer {
 }
 
 impl McpServer {
+    /// This server with the caller's context of the request, when its transport gave one.
+    fn for_request(&self, context: &RequestContext<RoleServer>) -> Cow<'_, Self> {
+        match context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<RequestCtx>())
+        {
+            Some(RequestCtx(ctx)) => Cow::Owned(Self {
+                ctx: ctx.clone(),
+                ..self.clone()
+            }),
+            None => Cow::Borrowed(self),
+        }
+    }
+
     /// `tools/list` for this caller; `header` is the HTTP session header, if any.
     pub fn list(&self, header: Option<&http::HeaderValue>) -> Result<ListToolsResult, ErrorData> {
         let session = self
@@ -986,7 +1016,13 @@ impl ServerHandler for McpServer {
                 .build(),
         )
         .with_server_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(
+            self.registry
+                .instructions
+                .get()
+                .copied()
+                .unwrap_or(INSTRUCTIONS),
+        )
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -1094,7 +1130,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.list(session_header(&context))
+        self.for_request(&context).list(session_header(&context))
     }
 
     /// A call through rmcp: with a `progressToken`, the steps long device operations report
@@ -1106,15 +1142,17 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let this = self.for_request(&context);
+        let this = this.as_ref();
         let name = request.name.to_string();
         let started = Instant::now();
         let request_id = context.id.to_string();
         let header = session_header(&context);
         let work = async {
-            if self.connection.is_none() {
-                self.call_http(request, header, request_id.clone()).await
+            if this.connection.is_none() {
+                this.call_http(request, header, request_id.clone()).await
             } else {
-                self.call(request, header, Some(request_id.clone())).await
+                this.call(request, header, Some(request_id.clone())).await
             }
         };
         let (reporter, forwarder) = match context.meta.get_progress_token() {
@@ -1132,7 +1170,7 @@ impl ServerHandler for McpServer {
         };
         let outcome = tokio::select! {
             outcome = work => outcome,
-            () = context.ct.cancelled() => Ok(self.cancelled(&name, started, request_id.clone())),
+            () = context.ct.cancelled() => Ok(this.cancelled(&name, started, request_id.clone())),
         };
         // Every progress notification goes out before the answer.
         if let Some(forwarder) = forwarder {

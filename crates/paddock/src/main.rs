@@ -12,6 +12,7 @@ mod mcp_cmd;
 mod pii_cmd;
 mod plan_cmd;
 mod sandbox_cmd;
+mod server_cmd;
 mod task_cmd;
 
 use std::process::ExitCode;
@@ -62,6 +63,9 @@ enum Command {
     /// stop and message them, fetch their screenshots (the daemon's task tools).
     #[command(subcommand)]
     Task(task_cmd::TaskCommand),
+    /// The fleet server: API-key MCP for remote clients over the daemons that joined it; its
+    /// API keys and pairing tokens.
+    Server(server_cmd::ServerArgs),
     /// Run a program confined by Landlock to the given paths (the agent driver's wrapper).
     #[command(hide = true)]
     SandboxExec(sandbox_cmd::SandboxExecArgs),
@@ -163,6 +167,7 @@ fn main() -> ExitCode {
             Command::Message(command) => bot_cmd::run_message(command).await,
             Command::Plan(command) => plan_cmd::run(command).await,
             Command::Task(command) => task_cmd::run(command).await,
+            Command::Server(args) => server_cmd::run(args).await,
             // Handled above, before the runtime started; run here, it would be as confined.
             Command::SandboxExec(args) => Ok(sandbox_cmd::run(args)),
         }

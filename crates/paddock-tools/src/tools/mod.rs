@@ -41,6 +41,7 @@ pub(crate) mod args;
 mod argument_error;
 pub(crate) mod core;
 mod device;
+pub(crate) mod fleet;
 pub(crate) mod observation;
 pub(crate) mod pages;
 pub(crate) mod results;

@@ -1,0 +1,189 @@
+//! The server's HTTP surface: `/health`, the RFC 9728 metadata document, `/mcp` (stateless
+//! Streamable HTTP, JSON answers; `GET`/`DELETE` are 405) behind the edge, and the daemons'
+//! control-plane routes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use http::{HeaderValue, StatusCode, header};
+use paddock_tools::audit::StderrAuditSink;
+use paddock_tools::backend::NoDevices;
+use paddock_tools::discovery::{ProcessOptions, StartupSelection};
+use paddock_tools::{AuthContext, Policy, Registry, RegistryConfig, ToolCtx};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tracing::info;
+
+use crate::config::ServerConfig;
+use crate::store::ServerStore;
+
+/// Guidance for models, sent with `initialize`.
+pub const INSTRUCTIONS: &str = "Paddock's fleet server reaches the devices of every machine \
+that joined it. `list_devices` lists them with their machine and state; act on one by its \
+`device_id` (`device_action`, `get_device_ui_state`, `get_device_screenshot`), or hand a goal \
+to an agent that works a device with `run_task` and follow it with `get_task`.";
+
+/// Everything a request handler shares.
+pub struct ServerState {
+    pub config: ServerConfig,
+    pub store: Arc<dyn ServerStore>,
+    pub registry: Arc<Registry>,
+    /// The deployment's policy (`PADDOCK_SERVER_POLICY_PROFILE`), before any per-key narrowing.
+    pub policy: Arc<Policy>,
+    /// This process's id among the replicas sharing the database.
+    pub replica_id: String,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("listen", &self.config.listen)
+            .field("policy", &self.policy.name())
+            .field("replica_id", &self.replica_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerState {
+    /// Opens the store and builds the tool registry.
+    pub async fn open(config: ServerConfig) -> anyhow::Result<Arc<Self>> {
+        use anyhow::Context as _;
+        paddock_secrets::private::ensure_private_dir(&config.state_dir).with_context(|| {
+            format!(
+                "could not prepare the server's state directory `{}`",
+                config.state_dir.display()
+            )
+        })?;
+        let store = crate::store::open(&config.database).await?;
+        let catalog = paddock_tools::catalog::fleet();
+        let policy = Arc::new(Policy::for_profile(config.policy_profile, &catalog));
+        // Discovery choices are a daemon feature; the registry still wants a store for them.
+        let tools_store = Arc::new(
+            paddock_store::Store::open(&config.state_dir.join("tools.sqlite"))
+                .context("could not open the tool store")?,
+        );
+        let registry = Registry::new(RegistryConfig {
+            catalog,
+            startup: StartupSelection::default(),
+            process_options: ProcessOptions { debug: false },
+            store: tools_store,
+            audit: Arc::new(StderrAuditSink::new()),
+            info: Arc::new(|| serde_json::json!({})),
+        });
+        registry.set_instructions(INSTRUCTIONS);
+        let replica_id = crate::credential::record_id("r_")
+            .map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+        Ok(Arc::new(Self {
+            config,
+            store,
+            registry,
+            policy,
+            replica_id,
+        }))
+    }
+
+    /// The context of a request that passed no edge: it may call nothing. The edge puts the
+    /// caller's own context into each request it lets through.
+    fn closed_ctx(&self) -> Arc<ToolCtx> {
+        Arc::new(ToolCtx {
+            auth: AuthContext::local_owner("unauthenticated"),
+            policy: Arc::new(Policy::empty()),
+            profile: "unauthenticated".to_owned(),
+            session: None,
+            backend: Arc::new(NoDevices),
+            tasks: None,
+            recorder: None,
+        })
+    }
+}
+
+/// The whole router.
+pub fn router(state: &Arc<ServerState>) -> Router {
+    let metadata = {
+        let body = serde_json::json!({
+            "resource": state.config.resource_url,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Paddock fleet server",
+        })
+        .to_string();
+        move || async move { json(StatusCode::OK, body.clone()) }
+    };
+    Router::new()
+        .route(
+            "/health",
+            get(|| async { json(StatusCode::OK, r#"{"status":"ok"}"#.to_owned()) }),
+        )
+        .route("/.well-known/oauth-protected-resource", get(metadata))
+        .merge(mcp_router(state))
+}
+
+/// `/mcp`: rmcp's stateless Streamable HTTP service with JSON answers; `GET` and `DELETE` are
+/// 405 (a fresh server per request has no stream or session for them to act on).
+fn mcp_router(state: &Arc<ServerState>) -> Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(usize::MAX);
+    let registry = state.registry.clone();
+    let closed = state.closed_ctx();
+    let service = StreamableHttpService::new(
+        move || Ok(registry.shared_server(closed.clone())),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let not_allowed = || async {
+        let mut response = json(
+            StatusCode::METHOD_NOT_ALLOWED,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Method not allowed: this server is stateless; POST JSON-RPC requests to /mcp"}}"#.to_owned(),
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        response
+    };
+    Router::new().route(
+        "/mcp",
+        post(move |request: axum::extract::Request| {
+            let service = service.clone();
+            async move { service.handle(request).await.into_response() }
+        })
+        .get(not_allowed)
+        .delete(not_allowed),
+    )
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Serves until `shutdown` resolves.
+pub async fn serve(
+    state: Arc<ServerState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let listener = tokio::net::TcpListener::bind(state.config.listen)
+        .await
+        .with_context(|| format!("could not listen on {}", state.config.listen))?;
+    let address = listener.local_addr()?;
+    info!(%address, policy = %state.policy.name(), database = %state.config.database.display(), store = state.store.kind(), "paddock server listening");
+    // The listening line on stderr, for scripts and tests that asked for port 0.
+    eprintln!("paddock server listening on http://{address}");
+    let app = router(&state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("the server stopped")?;
+    state.registry.flush_audit();
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! Persistence behind one trait, [`ServerStore`]: SQLite embedded (the default, one replica)
+//! or PostgreSQL (several replicas sharing everything). Both run the same schema from
+//! `migrations/`; credentials are stored only as hashes.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use crate::credential::CredentialHash;
+
+pub mod sqlite;
+
+/// The migrations, in order: (version, SQL). The same text runs on both databases.
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/0001_fleet.sql"))];
+
+/// The table that records which migrations ran.
+pub const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version BIGINT PRIMARY KEY,
+    applied_at_ms BIGINT NOT NULL
+)";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("could not open the database `{location}`: {message}")]
+    Open { location: String, message: String },
+    #[error("database error: {0}")]
+    Database(String),
+    #[error("a {what} named `{name}` already exists")]
+    Duplicate { what: &'static str, name: String },
+}
+
+/// Where the server keeps its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// `sqlite:PATH`.
+    Sqlite(std::path::PathBuf),
+    /// `postgres://…` or `postgresql://…` (kept whole: it may hold a password).
+    Postgres(paddock_secrets::SecretString),
+}
+
+impl DatabaseUrl {
+    /// Parses `sqlite:PATH`, `postgres://…` or `postgresql://…`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err(
+                    "`sqlite:` needs a path, as in `sqlite:/var/lib/paddock/server.sqlite`".into(),
+                );
+            }
+            return Ok(Self::Sqlite(path.into()));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(Self::Postgres(paddock_secrets::SecretString::new(text)));
+        }
+        Err("expected `sqlite:PATH` or `postgres://USER@HOST/DB`".into())
+    }
+
+    /// The location without any password, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            Self::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Self::Postgres(url) => redact_password(url.expose_secret()),
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "postgres://…".to_owned();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest, ""),
+    };
+    // Query parameters may carry a password too (`?password=`).
+    let tail = match tail.split_once('?') {
+        Some((path, _)) => format!("{path}?…"),
+        None => tail.to_owned(),
+    };
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        None => format!("{scheme}://{authority}{tail}"),
+    }
+}
+
+/// An API key, without its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    pub id: String,
+    pub name: String,
+    /// `readonly`, `no-commerce` or `full`.
+    pub profile: String,
+    pub created_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+}
+
+/// What a used pairing token was for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pairing {
+    pub name: Option<String>,
+    /// A reconnect token: the machine whose credential it replaces.
+    pub reconnect_machine: Option<String>,
+}
+
+/// A paired machine, without its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineRecord {
+    pub id: String,
+    pub name: String,
+    pub hostname: String,
+    pub platform: String,
+    pub arch: String,
+    pub created_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+}
+
+/// A machine's control connection as the replicas see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presence {
+    pub machine_id: String,
+    /// The replica holding the machine's control connection.
+    pub replica_id: String,
+    pub connected: bool,
+    /// The device inventory the machine last reported (JSON array).
+    pub inventory: String,
+    pub updated_at_ms: i64,
+}
+
+/// The server's persistent state.
+pub trait ServerStore: Send + Sync + std::fmt::Debug {
+    /// `sqlite` or `postgres`.
+    fn kind(&self) -> &'static str;
+
+    fn insert_api_key(
+        &self,
+        record: ApiKeyRecord,
+        hash: CredentialHash,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn api_key(
+        &self,
+        hash: CredentialHash,
+    ) -> BoxFuture<'_, Result<Option<ApiKeyRecord>, StoreError>>;
+    fn list_api_keys(&self) -> BoxFuture<'_, Result<Vec<ApiKeyRecord>, StoreError>>;
+    /// Revokes the key whose id or name is `which`; whether one was revoked now.
+    fn revoke_api_key(&self, which: String, now_ms: i64)
+    -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    fn insert_pairing(
+        &self,
+        hash: CredentialHash,
+        pairing: Pairing,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Uses a pairing token: atomically marks it used and returns what it was for, or `None`
+    /// when it is unknown, used or expired.
+    fn take_pairing(
+        &self,
+        hash: CredentialHash,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<Pairing>, StoreError>>;
+
+    fn insert_machine(
+        &self,
+        record: MachineRecord,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// The live (unrevoked) machine whose key hashes to `key`.
+    fn machine_by_key(
+        &self,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<Option<MachineRecord>, StoreError>>;
+    fn machine(&self, id: String) -> BoxFuture<'_, Result<Option<MachineRecord>, StoreError>>;
+    fn list_machines(&self) -> BoxFuture<'_, Result<Vec<MachineRecord>, StoreError>>;
+    /// Gives machine `id` a new key (the old one stops working); whether it exists.
+    fn replace_machine_key(
+        &self,
+        id: String,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    fn insert_runner_key(
+        &self,
+        key: CredentialHash,
+        machine_id: String,
+        agent_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// `(machine_id, agent_id)` of a live runner key.
+    fn runner_key(
+        &self,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<Option<(String, String)>, StoreError>>;
+
+    fn set_presence(&self, presence: Presence) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn presences(&self) -> BoxFuture<'_, Result<Vec<Presence>, StoreError>>;
+}
+
+/// Opens the database `url` and runs its migrations.
+pub async fn open(url: &DatabaseUrl) -> Result<Arc<dyn ServerStore>, StoreError> {
+    match url {
+        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(path).await?)),
+        DatabaseUrl::Postgres(_) => Err(StoreError::Open {
+            location: url.display(),
+            message: "PostgreSQL support is not built yet".into(),
+        }),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_hide_passwords() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:/tmp/x.sqlite"),
+            Ok(DatabaseUrl::Sqlite("/tmp/x.sqlite".into()))
+        );
+        assert!(DatabaseUrl::parse("sqlite:").is_err());
+        assert!(DatabaseUrl::parse("mysql://x").is_err());
+        let url = DatabaseUrl::parse("postgres://app:hunter2@db.example:5432/fleet?password=x")
+            .unwrap_or(DatabaseUrl::Sqlite("wrong".into()));
+        let shown = url.display();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(shown, "postgres://app:***@db.example:5432/fleet?…");
+    }
+}

@@ -1,0 +1,415 @@
+//! The embedded store: one SQLite file (0600, in a private directory), used from blocking
+//! threads.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::future::BoxFuture;
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use super::{
+    ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence, ServerStore,
+    StoreError, now_ms,
+};
+use crate::credential::CredentialHash;
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    connection: Arc<Mutex<Connection>>,
+}
+
+fn database(error: rusqlite::Error) -> StoreError {
+    StoreError::Database(error.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, in a directory only this user can
+    /// read, and runs the migrations.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
+        let open_error = {
+            let location = format!("sqlite:{}", path.display());
+            move |message: String| StoreError::Open {
+                location: location.clone(),
+                message,
+            }
+        };
+        let opened = tokio::task::spawn_blocking(move || -> Result<Connection, String> {
+            if let Some(parent) = path.parent()
+                && !parent.as_os_str().is_empty()
+            {
+                paddock_secrets::private::ensure_safe_parent(parent)
+                    .map_err(|error| error.to_string())?;
+            }
+            let connection = Connection::open(&path).map_err(|error| error.to_string())?;
+            restrict(&path).map_err(|error| error.to_string())?;
+            connection
+                .execute_batch(
+                    "PRAGMA journal_mode = WAL;
+                     PRAGMA synchronous = NORMAL;
+                     PRAGMA busy_timeout = 5000;",
+                )
+                .map_err(|error| error.to_string())?;
+            migrate(&connection).map_err(|error| error.to_string())?;
+            Ok(connection)
+        })
+        .await
+        .map_err(|error| open_error(error.to_string()))?
+        .map_err(open_error)?;
+        Ok(Self {
+            connection: Arc::new(Mutex::new(opened)),
+        })
+    }
+
+    /// Runs `work` with the connection on a blocking thread.
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> BoxFuture<'_, Result<T, StoreError>> {
+        let connection = self.connection.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || work(&lock(&connection)))
+                .await
+                .map_err(|error| StoreError::Database(error.to_string()))?
+        })
+    }
+}
+
+fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    connection
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
+
+#[cfg(unix)]
+fn restrict(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn restrict(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+fn migrate(connection: &Connection) -> rusqlite::Result<()> {
+    connection.execute_batch(MIGRATIONS_TABLE)?;
+    for (version, sql) in MIGRATIONS {
+        let applied: Option<i64> = connection
+            .query_row(
+                "SELECT version FROM schema_migrations WHERE version = ?1",
+                params![version],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if applied.is_none() {
+            connection.execute_batch(&format!("BEGIN; {sql}; COMMIT;"))?;
+            connection.execute(
+                "INSERT INTO schema_migrations (version, applied_at_ms) VALUES (?1, ?2)",
+                params![version, now_ms()],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn api_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRecord> {
+    Ok(ApiKeyRecord {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        profile: row.get(2)?,
+        created_at_ms: row.get(3)?,
+        revoked_at_ms: row.get(4)?,
+    })
+}
+
+fn machine_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<MachineRecord> {
+    Ok(MachineRecord {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        hostname: row.get(2)?,
+        platform: row.get(3)?,
+        arch: row.get(4)?,
+        created_at_ms: row.get(5)?,
+        revoked_at_ms: row.get(6)?,
+    })
+}
+
+const API_KEY_COLUMNS: &str = "id, name, profile, created_at_ms, revoked_at_ms";
+const MACHINE_COLUMNS: &str = "id, name, hostname, platform, arch, created_at_ms, revoked_at_ms";
+
+impl ServerStore for SqliteStore {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn insert_api_key(
+        &self,
+        record: ApiKeyRecord,
+        hash: CredentialHash,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.run(move |connection| {
+            let taken: Option<String> = connection
+                .query_row(
+                    "SELECT id FROM api_keys WHERE name = ?1 AND revoked_at_ms IS NULL",
+                    params![record.name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(database)?;
+            if taken.is_some() {
+                return Err(StoreError::Duplicate {
+                    what: "live API key",
+                    name: record.name,
+                });
+            }
+            connection
+                .execute(
+                    "INSERT INTO api_keys (id, name, key_hash, profile, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![record.id, record.name, hash.as_str(), record.profile, record.created_at_ms],
+                )
+                .map_err(database)?;
+            Ok(())
+        })
+    }
+
+    fn api_key(
+        &self,
+        hash: CredentialHash,
+    ) -> BoxFuture<'_, Result<Option<ApiKeyRecord>, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    &format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1"),
+                    params![hash.as_str()],
+                    api_key_row,
+                )
+                .optional()
+                .map_err(database)
+        })
+    }
+
+    fn list_api_keys(&self) -> BoxFuture<'_, Result<Vec<ApiKeyRecord>, StoreError>> {
+        self.run(|connection| {
+            let mut statement = connection
+                .prepare(&format!(
+                    "SELECT {API_KEY_COLUMNS} FROM api_keys ORDER BY created_at_ms, id"
+                ))
+                .map_err(database)?;
+            statement
+                .query_map([], api_key_row)
+                .map_err(database)?
+                .collect::<Result<_, _>>()
+                .map_err(database)
+        })
+    }
+
+    fn revoke_api_key(
+        &self,
+        which: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.run(move |connection| {
+            let changed = connection
+                .execute(
+                    "UPDATE api_keys SET revoked_at_ms = ?2 WHERE (id = ?1 OR name = ?1) AND revoked_at_ms IS NULL",
+                    params![which, now_ms],
+                )
+                .map_err(database)?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn insert_pairing(
+        &self,
+        hash: CredentialHash,
+        pairing: Pairing,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.run(move |connection| {
+            connection
+                .execute(
+                    "INSERT INTO pairing_tokens (token_hash, name, reconnect_machine, created_at_ms, expires_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![hash.as_str(), pairing.name, pairing.reconnect_machine, now_ms, expires_at_ms],
+                )
+                .map_err(database)?;
+            Ok(())
+        })
+    }
+
+    fn take_pairing(
+        &self,
+        hash: CredentialHash,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<Pairing>, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    "UPDATE pairing_tokens SET used_at_ms = ?2
+                     WHERE token_hash = ?1 AND used_at_ms IS NULL AND expires_at_ms > ?2
+                     RETURNING name, reconnect_machine",
+                    params![hash.as_str(), now_ms],
+                    |row| {
+                        Ok(Pairing {
+                            name: row.get(0)?,
+                            reconnect_machine: row.get(1)?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(database)
+        })
+    }
+
+    fn insert_machine(
+        &self,
+        record: MachineRecord,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.run(move |connection| {
+            connection
+                .execute(
+                    "INSERT INTO machines (id, name, key_hash, hostname, platform, arch, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![record.id, record.name, key.as_str(), record.hostname, record.platform, record.arch, record.created_at_ms],
+                )
+                .map_err(database)?;
+            Ok(())
+        })
+    }
+
+    fn machine_by_key(
+        &self,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<Option<MachineRecord>, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    &format!(
+                        "SELECT {MACHINE_COLUMNS} FROM machines WHERE key_hash = ?1 AND revoked_at_ms IS NULL"
+                    ),
+                    params![key.as_str()],
+                    machine_row,
+                )
+                .optional()
+                .map_err(database)
+        })
+    }
+
+    fn machine(&self, id: String) -> BoxFuture<'_, Result<Option<MachineRecord>, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    &format!("SELECT {MACHINE_COLUMNS} FROM machines WHERE id = ?1"),
+                    params![id],
+                    machine_row,
+                )
+                .optional()
+                .map_err(database)
+        })
+    }
+
+    fn list_machines(&self) -> BoxFuture<'_, Result<Vec<MachineRecord>, StoreError>> {
+        self.run(|connection| {
+            let mut statement = connection
+                .prepare(&format!(
+                    "SELECT {MACHINE_COLUMNS} FROM machines ORDER BY created_at_ms, id"
+                ))
+                .map_err(database)?;
+            statement
+                .query_map([], machine_row)
+                .map_err(database)?
+                .collect::<Result<_, _>>()
+                .map_err(database)
+        })
+    }
+
+    fn replace_machine_key(
+        &self,
+        id: String,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.run(move |connection| {
+            let changed = connection
+                .execute(
+                    "UPDATE machines SET key_hash = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL",
+                    params![id, key.as_str()],
+                )
+                .map_err(database)?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn insert_runner_key(
+        &self,
+        key: CredentialHash,
+        machine_id: String,
+        agent_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.run(move |connection| {
+            connection
+                .execute(
+                    "INSERT INTO runner_keys (key_hash, machine_id, agent_id, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                    params![key.as_str(), machine_id, agent_id, now_ms],
+                )
+                .map_err(database)?;
+            Ok(())
+        })
+    }
+
+    fn runner_key(
+        &self,
+        key: CredentialHash,
+    ) -> BoxFuture<'_, Result<Option<(String, String)>, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    "SELECT machine_id, agent_id FROM runner_keys WHERE key_hash = ?1 AND revoked_at_ms IS NULL",
+                    params![key.as_str()],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(database)
+        })
+    }
+
+    fn set_presence(&self, presence: Presence) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.run(move |connection| {
+            connection
+                .execute(
+                    "INSERT INTO machine_presence (machine_id, replica_id, connected, inventory, updated_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (machine_id) DO UPDATE SET replica_id = excluded.replica_id,
+                         connected = excluded.connected, inventory = excluded.inventory,
+                         updated_at_ms = excluded.updated_at_ms",
+                    params![presence.machine_id, presence.replica_id, presence.connected, presence.inventory, presence.updated_at_ms],
+                )
+                .map_err(database)?;
+            Ok(())
+        })
+    }
+
+    fn presences(&self) -> BoxFuture<'_, Result<Vec<Presence>, StoreError>> {
+        self.run(|connection| {
+            let mut statement = connection
+                .prepare(
+                    "SELECT machine_id, replica_id, connected, inventory, updated_at_ms FROM machine_presence ORDER BY machine_id",
+                )
+                .map_err(database)?;
+            statement
+                .query_map([], |row| {
+                    Ok(Presence {
+                        machine_id: row.get(0)?,
+                        replica_id: row.get(1)?,
+                        connected: row.get(2)?,
+                        inventory: row.get(3)?,
+                        updated_at_ms: row.get(4)?,
+                    })
+                })
+                .map_err(database)?
+                .collect::<Result<_, _>>()
+                .map_err(database)
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! `paddock server`: the fleet server in the foreground, and the commands that manage its API
+//! keys and pairing tokens (against the same database, `--database` or
+//! `PADDOCK_SERVER_DATABASE`).
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use paddock_server::store::{self, ApiKeyRecord};
+use paddock_server::{Flags, ServerConfig, credential};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(subcommand)]
+    command: Option<ServerCommand>,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The address to listen on (`PADDOCK_SERVER_LISTEN`; default `127.0.0.1:8080`).
+    #[arg(long)]
+    listen: Option<String>,
+    #[command(flatten)]
+    database: DatabaseArg,
+}
+
+#[derive(Debug, Clone, Args)]
+struct DatabaseArg {
+    /// `sqlite:PATH` or `postgres://…` (`PADDOCK_SERVER_DATABASE`; default SQLite in the
+    /// server's state directory).
+    #[arg(long)]
+    database: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ServerCommand {
+    /// API keys for MCP clients: create (printed once), list (never the values), revoke.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Creates an API key and prints it once on stdout.
+    Create {
+        /// A name to recognise the key by (unique among live keys).
+        #[arg(long)]
+        name: String,
+        /// The key's policy profile; it narrows the server's own, never widens it.
+        #[arg(long, default_value = "no-commerce", value_parser = ["readonly", "no-commerce", "full"])]
+        profile: String,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// Lists the keys: id, name, profile, created, revoked.
+    Ls {
+        /// One JSON object per key.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// Revokes a key by id or name; the next request with it is 401.
+    Revoke {
+        /// The key's id (`k_…`) or name.
+        key: String,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+pub async fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        None => serve(args.serve).await,
+        Some(ServerCommand::Keys(command)) => keys(command).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let flags = Flags {
+        listen: args.listen,
+        database: args.database.database,
+    };
+    let config = match ServerConfig::load(&flags, env) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let state = paddock_server::http::ServerState::open(config).await?;
+    paddock_server::http::serve(state, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+async fn open_store(
+    database: DatabaseArg,
+) -> anyhow::Result<std::sync::Arc<dyn store::ServerStore>> {
+    let flags = Flags {
+        listen: None,
+        database: database.database,
+    };
+    let url = paddock_server::config::database_only(&flags, env)?;
+    store::open(&url)
+        .await
+        .with_context(|| format!("could not open `{}`", url.display()))
+}
+
+async fn keys(command: KeysCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        KeysCommand::Create {
+            name,
+            profile,
+            database,
+        } => {
+            if name.trim().is_empty() || name.len() > 128 {
+                anyhow::bail!("a key's name must be 1 to 128 characters");
+            }
+            let store = open_store(database).await?;
+            let key = credential::mint(credential::CredentialKind::ApiKey)
+                .map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+            let record = ApiKeyRecord {
+                id: credential::record_id("k_")
+                    .map_err(|error| anyhow::anyhow!("OS random source: {error}"))?,
+                name,
+                profile,
+                created_at_ms: store::now_ms(),
+                revoked_at_ms: None,
+            };
+            let id = record.id.clone();
+            store
+                .insert_api_key(record, credential::CredentialHash::of(key.expose_secret()))
+                .await?;
+            println!("{}", key.expose_secret());
+            eprintln!("created API key `{id}`; it is shown only this once");
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::Ls { json, database } => {
+            let store = open_store(database).await?;
+            for key in store.list_api_keys().await? {
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "id": key.id,
+                            "name": key.name,
+                            "profile": key.profile,
+                            "createdAtMs": key.created_at_ms,
+                            "revokedAtMs": key.revoked_at_ms,
+                        })
+                    );
+                } else {
+                    let state = if key.revoked_at_ms.is_some() {
+                        "revoked"
+                    } else {
+                        "live"
+                    };
+                    println!("{}\t{}\t{}\t{state}", key.id, key.name, key.profile);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::Revoke { key, database } => {
+            let store = open_store(database).await?;
+            if store.revoke_api_key(key.clone(), store::now_ms()).await? {
+                eprintln!("revoked `{key}`");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("error: no live API key has the id or name `{key}`");
+                eprintln!("hint: `paddock server keys ls` lists them");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    }
+}
