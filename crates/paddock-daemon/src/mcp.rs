@@ -482,6 +482,7 @@ fn owner_ctx(
         backend: backend.clone(),
         tasks: None,
         recorder: None,
+        fleet: None,
     }
 }
 

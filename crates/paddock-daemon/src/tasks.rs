@@ -280,6 +280,7 @@ impl TaskHost {
                 host: self.clone(),
                 run: run.clone(),
             })),
+            fleet: None,
         };
         let mut end = run.end.subscribe();
         let ended = Box::pin(async move {

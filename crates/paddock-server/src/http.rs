@@ -85,6 +85,21 @@ impl ServerState {
         }))
     }
 
+    /// The context of an authenticated caller: who they are and the policy their credential
+    /// leaves them (the deployment's, narrowed by the key's profile).
+    pub fn caller_ctx(&self, auth: AuthContext, policy: Arc<Policy>) -> Arc<ToolCtx> {
+        Arc::new(ToolCtx {
+            profile: format!("{}:{}", auth.kind().as_str(), auth.subject()),
+            auth,
+            policy,
+            session: None,
+            backend: Arc::new(NoDevices),
+            tasks: None,
+            recorder: None,
+            fleet: None,
+        })
+    }
+
     /// The context of a request that passed no edge: it may call nothing. The edge puts the
     /// caller's own context into each request it lets through.
     fn closed_ctx(&self) -> Arc<ToolCtx> {
@@ -96,6 +111,7 @@ impl ServerState {
             backend: Arc::new(NoDevices),
             tasks: None,
             recorder: None,
+            fleet: None,
         })
     }
 }

@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod model;
 pub mod other_user;
 pub mod procfs;
+pub mod server;
 pub mod tasks;
 pub mod tls;
 
@@ -32,6 +33,7 @@ use paddock_client::{ClientEnv, DaemonPaths, PidRecord};
 pub use http::{RawRequest, RawResponse};
 pub use mcp::{McpHttp, McpStdio};
 pub use other_user::OtherUser;
+pub use server::{RunningServer, ServerHarness};
 
 /// How long harness waits allow before failing a test.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -617,7 +619,7 @@ pub fn process_alive(pid: u32) -> bool {
     paddock_process::is_running(pid)
 }
 
-fn signal(pid: u32, signal: rustix::process::Signal) {
+pub(crate) fn signal(pid: u32, signal: rustix::process::Signal) {
     if let Some(pid) = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)

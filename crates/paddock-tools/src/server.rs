@@ -69,6 +69,8 @@ pub struct ToolCtx {
     /// Receives this caller's tool calls: a task's agent connection, or every session when
     /// the daemon records tool calls.
     pub recorder: Option<Arc<dyn CallRecorder>>,
+    /// The joined daemons, for the fleet server's tools (`None` on a daemon).
+    pub fleet: Option<Arc<dyn crate::fleet::FleetBackend>>,
 }
 
 impl std::fmt::Debug for ToolCtx {

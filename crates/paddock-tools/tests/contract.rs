@@ -37,6 +37,7 @@ fn surface(profile: PolicyProfile, selection: &SelectionInput) -> Value {
         // The task tools are listed only with a task host; the surface pins them too.
         tasks: Some(Arc::new(paddock_tools::tasks::NoTasks)),
         recorder: None,
+        fleet: None,
     };
     serde_json::to_value(registry.listed_tools(&ctx, None)).unwrap()
 }

@@ -41,6 +41,7 @@ fn ctx(policy: Policy) -> ToolCtx {
         backend: Arc::new(NoDevices),
         tasks: None,
         recorder: None,
+        fleet: None,
     }
 }
 

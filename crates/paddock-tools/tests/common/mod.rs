@@ -56,6 +56,7 @@ impl Fixture {
             backend: self.backend.clone(),
             tasks: Some(Arc::new(paddock_tools::tasks::NoTasks)),
             recorder: None,
+            fleet: None,
         }
     }
 
