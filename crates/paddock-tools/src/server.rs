@@ -816,6 +816,15 @@ impl McpServer {
                 Ok(Output::Rich { text, .. } | Output::Resource { text, .. }) => {
                     (true, text.clone())
                 }
+                Ok(Output::Forwarded(result)) => (
+                    result.is_error != Some(true),
+                    result
+                        .content
+                        .iter()
+                        .filter_map(|content| content.as_text().map(|text| text.text.as_str()))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
                 Err(error) => (false, error.to_string()),
             };
             let call = self.recorded_call(tool, key, before, ok, text, started);
@@ -874,6 +883,15 @@ impl McpServer {
                     ContentBlock::text(text),
                     attached,
                 ]))
+            }
+            Ok(Output::Forwarded(result)) => {
+                let outcome = if result.is_error == Some(true) {
+                    Outcome::Error
+                } else {
+                    Outcome::Ok
+                };
+                audit(outcome, operation);
+                Ok(result)
             }
             Err(error) => {
                 let outcome = if error.is_forbidden() {

@@ -188,6 +188,9 @@ pub(crate) enum Output {
         image: Option<Image>,
         structured: Option<Value>,
     },
+    /// Another Paddock's answer, passed on as it is (the fleet server's tools, answered by a
+    /// daemon's).
+    Forwarded(rmcp::model::CallToolResult),
     /// Text and a session resource: embedded (a base64 `resource` blob) when `embedded` holds
     /// its bytes, else a `resource_link` to it.
     Resource {
