@@ -8,6 +8,7 @@ pub mod config;
 pub mod control;
 pub mod endpoint;
 pub mod env;
+pub mod fleet;
 pub mod paths;
 pub mod pid;
 pub mod request;

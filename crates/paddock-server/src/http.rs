@@ -35,6 +35,8 @@ pub struct ServerState {
     pub policy: Arc<Policy>,
     /// This process's id among the replicas sharing the database.
     pub replica_id: String,
+    /// The joined daemons.
+    pub hub: Arc<crate::hub::Hub>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -76,12 +78,14 @@ impl ServerState {
         registry.set_instructions(INSTRUCTIONS);
         let replica_id = crate::credential::record_id("r_")
             .map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+        let hub = crate::hub::Hub::new(store.clone(), replica_id.clone());
         Ok(Arc::new(Self {
             config,
             store,
             registry,
             policy,
             replica_id,
+            hub,
         }))
     }
 
@@ -96,7 +100,7 @@ impl ServerState {
             backend: Arc::new(NoDevices),
             tasks: None,
             recorder: None,
-            fleet: None,
+            fleet: Some(self.hub.clone()),
         })
     }
 
@@ -134,6 +138,22 @@ pub fn router(state: &Arc<ServerState>) -> Router {
         )
         .route("/.well-known/oauth-protected-resource", get(metadata))
         .merge(mcp_router(state))
+        .merge(control_router(state))
+}
+
+/// The daemons' routes: activation of a pairing token, and the control WebSocket.
+fn control_router(state: &Arc<ServerState>) -> Router {
+    Router::new()
+        .route(
+            paddock_client::fleet::ACTIVATE_PATH,
+            post(crate::hub::Hub::activate_route),
+        )
+        .route(
+            paddock_client::fleet::CONTROL_PATH,
+            get(crate::hub::Hub::control_route),
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(16 * 1024))
+        .with_state(state.hub.clone())
 }
 
 /// `/mcp`: rmcp's stateless Streamable HTTP service with JSON answers; `GET` and `DELETE` are

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod config;
 pub mod credential;
 pub mod http;
+pub mod hub;
 pub mod limits;
 pub mod store;
 

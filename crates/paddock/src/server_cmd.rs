@@ -40,7 +40,30 @@ enum ServerCommand {
     /// API keys for MCP clients: create (printed once), list (never the values), revoke.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Prints a one-use pairing token, valid for 10 minutes, for `paddock daemon join`.
+    Pair {
+        /// The machine's name in the fleet (default: its hostname).
+        #[arg(long, conflicts_with = "reconnect")]
+        name: Option<String>,
+        /// A reconnect token for this paired machine instead: `paddock daemon reconnect`
+        /// trades it for a new machine key, and the old key stops working.
+        #[arg(long, value_name = "MACHINE_ID")]
+        reconnect: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// Lists the paired machines.
+    Machines {
+        /// One JSON object per machine.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
 }
+
+/// How long a pairing token stays valid.
+const PAIRING_VALID_MS: i64 = 10 * 60 * 1000;
 
 #[derive(Debug, Subcommand)]
 enum KeysCommand {
@@ -80,7 +103,82 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         None => serve(args.serve).await,
         Some(ServerCommand::Keys(command)) => keys(command).await,
+        Some(ServerCommand::Pair {
+            name,
+            reconnect,
+            database,
+        }) => pair(name, reconnect, database).await,
+        Some(ServerCommand::Machines { json, database }) => machines(json, database).await,
     }
+}
+
+async fn pair(
+    name: Option<String>,
+    reconnect: Option<String>,
+    database: DatabaseArg,
+) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &name
+        && (name.trim().is_empty() || name.len() > 128)
+    {
+        anyhow::bail!("a machine's name must be 1 to 128 characters");
+    }
+    let store = open_store(database).await?;
+    if let Some(machine) = &reconnect
+        && store.machine(machine.clone()).await?.is_none()
+    {
+        eprintln!("error: no paired machine `{machine}`");
+        eprintln!("hint: `paddock server machines` lists them");
+        return Ok(ExitCode::FAILURE);
+    }
+    let token = credential::mint(credential::CredentialKind::Pairing)
+        .map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
+    let now = store::now_ms();
+    store
+        .insert_pairing(
+            credential::CredentialHash::of(token.expose_secret()),
+            store::Pairing {
+                name,
+                reconnect_machine: reconnect.clone(),
+            },
+            now,
+            now + PAIRING_VALID_MS,
+        )
+        .await?;
+    println!("{}", token.expose_secret());
+    match reconnect {
+        Some(machine) => eprintln!(
+            "reconnect token for `{machine}`, valid for 10 minutes: on that machine, run `paddock daemon reconnect --id {machine} --server URL` and paste it"
+        ),
+        None => eprintln!(
+            "pairing token valid for 10 minutes, for one use: on the machine, run `paddock daemon join --server URL` and paste it"
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn machines(json: bool, database: DatabaseArg) -> anyhow::Result<ExitCode> {
+    let store = open_store(database).await?;
+    for machine in store.list_machines().await? {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "id": machine.id,
+                    "name": machine.name,
+                    "hostname": machine.hostname,
+                    "platform": machine.platform,
+                    "arch": machine.arch,
+                    "createdAtMs": machine.created_at_ms,
+                })
+            );
+        } else {
+            println!(
+                "{}\t{}\t{}\t{}/{}",
+                machine.id, machine.name, machine.hostname, machine.platform, machine.arch
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
