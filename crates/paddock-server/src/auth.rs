@@ -100,8 +100,7 @@ impl Refusal {
 
 const NO_CREDENTIAL: &str = "this server needs an API key: send `Authorization: Bearer pdk_sk_…` \
 or `x-paddock-api-key: pdk_sk_…` (an operator creates one with `paddock server keys create`)";
-const MALFORMED: &str =
-    "the `Authorization` header must be exactly `Bearer <token>`, given once";
+const MALFORMED: &str = "the `Authorization` header must be exactly `Bearer <token>`, given once";
 const MALFORMED_HEADER: &str =
     "the `x-paddock-api-key` header must be one non-empty value, given once";
 const BOTH: &str = "send the API key in `Authorization` or in `x-paddock-api-key`, not both";
@@ -271,10 +270,7 @@ mod tests {
         let bearer = format!("Bearer {key}");
         assert_eq!(status(&[]), 401);
         assert_eq!(status(&[("authorization", &bearer)]), 200);
-        assert_eq!(
-            status(&[("authorization", &format!("bearer {key}"))]),
-            200
-        );
+        assert_eq!(status(&[("authorization", &format!("bearer {key}"))]), 200);
         assert_eq!(status(&[("x-paddock-api-key", &key)]), 200);
         assert_eq!(status(&[("authorization", &key)]), 400);
         assert_eq!(status(&[("authorization", "Basic dXNlcjpwYXNz")]), 400);

@@ -266,8 +266,7 @@ async fn mcp_post(
     let caller = async {
         let crate::auth::Presented::ApiKey(key) =
             crate::auth::presented(&parts.headers, &edge.metadata_url)?;
-        let caller =
-            crate::auth::authenticate(&edge.state.store, key, &edge.metadata_url).await?;
+        let caller = crate::auth::authenticate(&edge.state.store, key, &edge.metadata_url).await?;
         edge.limits.check_key(&caller.key_hash)?;
         Ok::<_, crate::auth::Refusal>(caller)
     };

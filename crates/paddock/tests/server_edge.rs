@@ -3,6 +3,12 @@
 //! invalid settings, `paddock server keys`, per-key profiles, an official MCP client with an
 //! API key, and no key value anywhere it must not be.
 
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "the helpers fail the test loudly, as the #[test] functions they serve do"
+)]
+
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::Command;
@@ -101,7 +107,11 @@ fn every_row_of_the_auth_table() {
         assert_refused(&response, 400, "invalid_request");
     }
     // Authorization twice: 400.
-    let twice = mcp(TOOLS_LIST).bearer(&key).bearer(&key).send(port).unwrap();
+    let twice = mcp(TOOLS_LIST)
+        .bearer(&key)
+        .bearer(&key)
+        .send(port)
+        .unwrap();
     assert_refused(&twice, 400, "invalid_request");
 
     // Both channels: 400, even when both carry the same valid key.
@@ -194,9 +204,7 @@ fn invalid_settings_exit_1_naming_the_setting() {
     ] {
         let mut harness = harness();
         harness.set_env(setting, value);
-        let output = harness
-            .run(["server", "--listen", "127.0.0.1:0"])
-            .unwrap();
+        let output = harness.run(["server", "--listen", "127.0.0.1:0"]).unwrap();
         assert_eq!(output.code(), Some(1), "{setting}={value}: {output:?}");
         assert!(
             output.stderr().contains(setting),
@@ -402,7 +410,13 @@ fn keys_create_once_list_without_values_and_revoke() {
     let mut harness = harness();
     let created = harness
         .run([
-            "server", "keys", "create", "--name", "ci", "--profile", "readonly",
+            "server",
+            "keys",
+            "create",
+            "--name",
+            "ci",
+            "--profile",
+            "readonly",
         ])
         .unwrap()
         .success()
@@ -471,7 +485,10 @@ fn a_key_profile_narrows_the_deployment_and_never_widens_it() {
         assert!(full_tools.iter().any(|name| name == tool), "{full_tools:?}");
     }
     assert!(readonly_tools.iter().all(|tool| full_tools.contains(tool)));
-    assert!(readonly_tools.len() < full_tools.len(), "{readonly_tools:?}");
+    assert!(
+        readonly_tools.len() < full_tools.len(),
+        "{readonly_tools:?}"
+    );
     assert!(readonly_tools.iter().any(|name| name == "list_devices"));
     for tool in ["device_action", "create_device", "terminate_device"] {
         assert!(
@@ -510,7 +527,9 @@ fn the_python_sdk_lists_tools_with_an_api_key() {
     let key = harness.create_key("python", "no-commerce").unwrap();
     let server = harness.spawn(&[]).unwrap();
     let output = Command::new(paddock_testkit::clients::python())
-        .arg(paddock_testkit::clients::repo_root().join("tests/clients/python/server_edge_check.py"))
+        .arg(
+            paddock_testkit::clients::repo_root().join("tests/clients/python/server_edge_check.py"),
+        )
         .arg(format!("{}/mcp", server.url()))
         .env_clear()
         .env("PADDOCK_API_KEY", &key)
@@ -635,7 +654,10 @@ fn no_key_value_in_logs_audit_lines_bodies_argv_or_the_database() {
     for secret in secrets {
         assert!(!log.contains(secret), "a key is in the server's stderr");
         for body in &bodies {
-            assert!(!body.body.contains(secret), "a key is in an answer: {body:?}");
+            assert!(
+                !body.body.contains(secret),
+                "a key is in an answer: {body:?}"
+            );
             for (name, value) in &body.headers {
                 assert!(!value.contains(secret), "a key is in header {name}");
             }
