@@ -166,7 +166,8 @@ struct Edge {
 }
 
 /// `/mcp`: rmcp's stateless Streamable HTTP service with JSON answers; `GET` and `DELETE` are
-/// 405 (a fresh server per request has no stream or session for them to act on).
+/// 405 (a fresh server per request has no stream or session for them to act on), and so is
+/// any other method.
 ///
 /// Every method passes the baseline limits first ([`edge_limits`]: deadline, per-IP bucket,
 /// declared body size); a `POST` then passes the auth table, the per-key bucket and the body
@@ -214,7 +215,8 @@ fn mcp_router(state: &Arc<ServerState>) -> Router {
                 async move { mcp_post(&edge, service, request).await }
             })
             .get(not_allowed)
-            .delete(not_allowed),
+            .delete(not_allowed)
+            .fallback(not_allowed),
         )
         .route_layer(axum::middleware::from_fn(
             move |request: axum::extract::Request, next: axum::middleware::Next| {

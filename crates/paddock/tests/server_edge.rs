@@ -169,7 +169,7 @@ fn methods_health_and_the_metadata_document() {
     let mut harness = harness();
     let server = harness.spawn(&[]).unwrap();
     let port = port(&server);
-    for method in ["GET", "DELETE"] {
+    for method in ["GET", "DELETE", "PUT", "PATCH"] {
         let response = RawRequest::new(method, "/mcp").send(port).unwrap();
         assert_eq!(response.status, 405, "{method}: {response:?}");
         assert_eq!(response.header("allow"), Some("POST"));
