@@ -304,4 +304,34 @@ mod tests {
             assert!(!message.contains("secret"), "{message}");
         }
     }
+
+    proptest::proptest! {
+        /// Whatever the headers carry, the answer is one of the table's, a value passes only
+        /// when it has an API key's shape, and no refusal repeats what was sent.
+        #[test]
+        fn any_header_value_gets_a_table_answer(
+            value in "[ -~]{0,80}",
+            channel in 0usize..3,
+        ) {
+            let pairs: Vec<(&str, String)> = match channel {
+                0 => vec![("authorization", value.clone())],
+                1 => vec![("x-paddock-api-key", value.clone())],
+                _ => vec![("authorization", value.clone()), ("x-paddock-api-key", value.clone())],
+            };
+            let borrowed: Vec<(&str, &str)> =
+                pairs.iter().map(|(name, value)| (*name, value.as_str())).collect();
+            match presented(&headers(&borrowed), METADATA) {
+                Ok(Presented::ApiKey(key)) => {
+                    proptest::prop_assert!(channel < 2);
+                    proptest::prop_assert!(credential::well_formed(CredentialKind::ApiKey, key));
+                }
+                Err(refusal) => {
+                    proptest::prop_assert!(matches!(refusal.status.as_u16(), 400 | 401));
+                    if value.trim().len() > 8 {
+                        proptest::prop_assert!(!refusal.message.contains(value.trim()));
+                    }
+                }
+            }
+        }
+    }
 }
