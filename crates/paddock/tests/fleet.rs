@@ -10,6 +10,8 @@ use std::process::Command;
 
 use paddock_testkit::clients::{python, repo_root};
 use paddock_testkit::fixture::FixtureApp;
+use paddock_testkit::model::ScriptedModel;
+use paddock_testkit::tasks::{SIGNED_IN, sign_in_turns};
 use paddock_testkit::{DaemonHarness, RunningServer, ServerHarness};
 use serde_json::Value;
 
@@ -259,4 +261,96 @@ fn a_joined_daemons_device_is_driven_through_the_server_and_goes_offline_with_it
         read >= 2,
         "the server's database and log were read ({read} files)"
     );
+}
+
+/// Pairs a fresh daemon to `server`; its machine id.
+fn join(
+    servers: &ServerHarness,
+    server: &RunningServer,
+    daemon: &DaemonHarness,
+    name: &str,
+) -> String {
+    let token = servers
+        .run(["server", "pair", "--name", name])
+        .unwrap()
+        .success()
+        .unwrap()
+        .stdout()
+        .trim()
+        .to_owned();
+    daemon
+        .run_with_stdin(
+            ["daemon", "join", "--server", &server.url()],
+            format!("{token}\n").as_bytes(),
+        )
+        .unwrap()
+        .success()
+        .unwrap()
+        .stdout()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn a_task_runs_through_the_server_on_the_daemon_that_holds_a_free_device() {
+    const PASSWORD: &str = "hunter2-fleet-task";
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    servers.set_env("PADDOCK_SERVER_POLICY_PROFILE", "full");
+    let server = servers.spawn(&[]).unwrap();
+    let key = servers.create_key("tasks", "no-commerce").unwrap();
+    let app = FixtureApp::start().unwrap();
+    let model = ScriptedModel::start(sign_in_turns(PASSWORD)).unwrap();
+    let mut daemon = DaemonHarness::new(BIN).unwrap();
+    daemon
+        .with_agent_clis()
+        .unwrap()
+        .set_env("ANTHROPIC_BASE_URL", model.base_url())
+        .set_env("ANTHROPIC_API_KEY", "sk-ant-fleet-task-key");
+    let fixture = format!("fixture={}", app.url("/"));
+    daemon
+        .start_detached(&["--web-warm", "1", "--web-app", &fixture])
+        .unwrap();
+    let machine = join(&servers, &server, &daemon, "runner");
+    // A second machine with no devices: the task must go to the one with a free device.
+    let idle = DaemonHarness::new(BIN).unwrap();
+    idle.start_detached(&["--web-warm", "0"]).unwrap();
+    let other = join(&servers, &server, &idle, "idle");
+    assert_ne!(machine, other);
+
+    let report = check(&server, &key, &["task", &machine, "fixture"]);
+    let started = ok(&report, "started");
+    let task_id = report["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"));
+    assert!(task_id.starts_with(&format!("{machine}.")), "{task_id}");
+    let summary = &report["summary"];
+    assert_eq!(summary["state"], "completed", "{summary}");
+    assert_eq!(summary["result"], SIGNED_IN, "{summary}");
+    assert_eq!(summary["task_id"], task_id, "{summary}");
+    let trajectory = ok(&report, "trajectory");
+    let steps = trajectory["structured"]["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().filter(|step| step["kind"] == "tool").count() == 6,
+        "{steps:?}"
+    );
+    assert!(!trajectory.to_string().contains(PASSWORD));
+    assert!(
+        ok(&report, "media")["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|kind| kind == "image")
+    );
+    let listed = &ok(&report, "list")["json"];
+    assert!(
+        listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|task| task["task_id"] == task_id),
+        "{listed}"
+    );
+    assert_eq!(listed["unreachable"], serde_json::json!([]), "{listed}");
+    assert!(error_text(&report, "unknown").starts_with("[not_found]"));
+    assert!(error_text(&report, "badId").starts_with("[not_found]"));
 }

@@ -3,6 +3,7 @@ daemon's web device listed, driven and read through `paddock server`.
 
 Usage:
   fleet_check.py drive <server-url> <machine-id> <app-id>
+  fleet_check.py task <server-url> <machine-id> <app-id>
   fleet_check.py offline <server-url> <machine-id>
   fleet_check.py online <server-url> <machine-id> <old-device-id>
 
@@ -170,6 +171,36 @@ async def online(client: Client, machine: str, old_device: str) -> dict:
     }
 
 
+async def task(client: Client, machine: str, app: str) -> dict:
+    await client.wait_device(
+        lambda device: device["machine_id"] == machine and device["online"] and device["state"] == "warm",
+        f"free on machine {machine}",
+    )
+    report: dict = {}
+    report["started"] = await client.call(
+        "run_task", {"goal": "Sign in to the fixture app as ada@example.com", "app": app}
+    )
+    task_id = (report["started"]["structured"] or {}).get("task_id")
+    report["taskId"] = task_id
+    deadline = time.monotonic() + 150
+    summary = {}
+    while time.monotonic() < deadline:
+        answer = await client.call("get_task", {"task_id": task_id})
+        summary = (answer["structured"] or {}).get("summary") or {}
+        if summary.get("state") in ("completed", "failed", "stopped"):
+            break
+        await asyncio.sleep(0.5)
+    report["summary"] = summary
+    report["trajectory"] = await client.call(
+        "get_task", {"task_id": task_id, "view": "trajectory", "limit": 100}
+    )
+    report["media"] = await client.call("get_task_media", {"task_id": task_id, "kind": "screenshot"})
+    report["list"] = await client.call("list_tasks")
+    report["unknown"] = await client.call("get_task", {"task_id": f"{machine}.t_nope"})
+    report["badId"] = await client.call("get_task", {"task_id": "nodot"})
+    return report
+
+
 async def main() -> None:
     phase, server = sys.argv[1], sys.argv[2]
     key = os.environ["PADDOCK_API_KEY"]
@@ -184,6 +215,8 @@ async def main() -> None:
                 client = Client(session)
                 if phase == "drive":
                     report = await drive(client, sys.argv[3], sys.argv[4])
+                elif phase == "task":
+                    report = await task(client, sys.argv[3], sys.argv[4])
                 elif phase == "offline":
                     report = await offline(client, sys.argv[3])
                 else:

@@ -1076,6 +1076,8 @@ pub(crate) struct RunTaskArgs {
     device_id: Option<String>,
     /// Without `device_id`: the platform (default `web`).
     platform: Option<FleetPlatform>,
+    /// A configured app opened before the agent starts (`list_apps_on_device` lists them).
+    app: Option<String>,
     /// The agent CLI (default: the daemon's).
     backend: Option<FleetBackendName>,
     /// The model, as the backend names it.
@@ -1139,6 +1141,9 @@ impl Tool for RunTask {
                     })?
             }
         };
+        if let Some(app) = args.app {
+            arguments.insert("app".into(), json!(app));
+        }
         if let Some(backend) = args.backend {
             arguments.insert("backend".into(), json!(backend.wire()));
         }
