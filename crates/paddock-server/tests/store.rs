@@ -361,7 +361,47 @@ async fn postgres_errors_never_show_the_password() {
         assert!(!parsed.display().contains(PASSWORD));
         let error = store::open(&parsed).await.unwrap_err();
         let text = format!("{error} {error:?}");
+        eprintln!("{text}");
         assert!(!text.contains(PASSWORD), "{text}");
         assert!(text.contains("127.0.0.1"), "the error names the host: {text}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_relay_listener_reconnects_when_its_connection_drops() {
+    let cluster = PgCluster::start().unwrap_or_else(|error| panic!("{error:#}"));
+    let a = open(&cluster.url()).await;
+    let b = open(&cluster.url()).await;
+    let mut listener = b.relay_listen("replica-b".into()).await.unwrap();
+    a.relay_post("replica-b".into(), "before".into())
+        .await
+        .unwrap();
+    assert_eq!(receive(&mut listener).await, "before");
+
+    // The database drops the listening connection (a restart, a failover, an idle timeout).
+    let (client, connection) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let terminated: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) AS ended",
+            &[&paddock_server::store::postgres::RELAY_APPLICATION_NAME],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(terminated, 1);
+    drop(client);
+    driver.await.unwrap().unwrap();
+
+    // Posted while the listener was away or reconnecting: still delivered, in order.
+    a.relay_post("replica-b".into(), "after-1".into())
+        .await
+        .unwrap();
+    a.relay_post("replica-b".into(), "after-2".into())
+        .await
+        .unwrap();
+    assert_eq!(receive(&mut listener).await, "after-1");
+    assert_eq!(receive(&mut listener).await, "after-2");
 }

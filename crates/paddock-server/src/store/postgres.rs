@@ -33,6 +33,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The relay listener sweeps this often even without a notification (a safety net for a
 /// notification lost while its connection was being replaced).
 const RELAY_SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// The `application_name` of the relay's LISTEN connections (visible in `pg_stat_activity`).
+pub const RELAY_APPLICATION_NAME: &str = "paddock-server-relay";
 /// The advisory lock key that serialises migrations across replicas starting at once.
 const MIGRATION_LOCK: i64 = 0x7061_6464_6f63_6b01;
 /// The advisory lock key that serialises the "one live API key per name" check.
@@ -46,6 +48,8 @@ pub struct PostgresStore {
 
 struct Inner {
     config: Config,
+    /// The same with its own `application_name`, for the relay's LISTEN connections.
+    listen_config: Config,
     tls: MakeRustls,
     /// The password, to scrub from any message (belt and braces: the driver's messages do not
     /// carry it).
@@ -122,8 +126,11 @@ impl Inner {
 
     /// A new connection, its driver task spawned.
     async fn connect(&self) -> Result<(Client, ConnectionTask), StoreError> {
-        let (client, mut connection) = self
-            .config
+        self.connect_with(&self.config).await
+    }
+
+    async fn connect_with(&self, config: &Config) -> Result<(Client, ConnectionTask), StoreError> {
+        let (client, mut connection) = config
             .connect(self.tls.clone())
             .await
             .map_err(|error| self.open_error(error_text(&error)))?;
@@ -222,8 +229,11 @@ impl PostgresStore {
             location: location.clone(),
             message,
         })?;
+        let mut listen_config = config.clone();
+        listen_config.application_name(RELAY_APPLICATION_NAME);
         let inner = Arc::new(Inner {
             config,
+            listen_config,
             tls,
             password,
             location,
@@ -369,7 +379,7 @@ async fn listen_connection(
     inner: &Inner,
     channel: &str,
 ) -> Result<(Client, ConnectionTask), StoreError> {
-    let (client, connection) = inner.connect().await?;
+    let (client, connection) = inner.connect_with(&inner.listen_config).await?;
     // `channel` is our own `paddock_relay_<hex>`: a plain identifier.
     client
         .batch_execute(&format!("LISTEN {channel}"))
