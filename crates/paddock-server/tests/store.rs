@@ -405,3 +405,18 @@ async fn postgres_relay_listener_reconnects_when_its_connection_drops() {
     assert_eq!(receive(&mut listener).await, "after-1");
     assert_eq!(receive(&mut listener).await, "after-2");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_a_unix_socket_without_tls() {
+    let cluster = PgCluster::start().unwrap_or_else(|error| panic!("{error:#}"));
+    let socket_dir = cluster.socket_dir().display().to_string().replace('/', "%2F");
+    let url = format!(
+        "postgres://{}@{socket_dir}:{}/{}?sslmode=disable",
+        paddock_testkit::postgres::SUPERUSER,
+        cluster.port(),
+        paddock_testkit::postgres::DATABASE
+    );
+    let store = open(&url).await;
+    assert_eq!(store.kind(), "postgres");
+    assert!(store.list_api_keys().await.unwrap().is_empty());
+}

@@ -116,7 +116,8 @@ impl PgCluster {
         self.dir.path().join("data")
     }
 
-    fn socket_dir(&self) -> PathBuf {
+    /// The directory holding the cluster's unix socket.
+    pub fn socket_dir(&self) -> PathBuf {
         self.dir.path().to_path_buf()
     }
 

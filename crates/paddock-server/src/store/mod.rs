@@ -85,10 +85,10 @@ pub fn redact_password(url: &str) -> String {
         None => tail.to_owned(),
     };
     match authority.rsplit_once('@') {
-        Some((user_info, host)) => {
-            let user = user_info.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}{tail}")
-        }
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => format!("{scheme}://{user_info}@{host}{tail}"),
+        },
         None => format!("{scheme}://{authority}{tail}"),
     }
 }
@@ -278,5 +278,9 @@ mod tests {
         let shown = url.display();
         assert!(!shown.contains("hunter2"), "{shown}");
         assert_eq!(shown, "postgres://app:***@db.example:5432/fleet?…");
+        assert_eq!(
+            redact_password("postgres://app@db.example/fleet"),
+            "postgres://app@db.example/fleet"
+        );
     }
 }

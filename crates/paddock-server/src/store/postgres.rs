@@ -944,19 +944,22 @@ where
 {
     type Stream = RustlsStream<S>;
     type TlsConnect = RustlsConnect;
-    type Error = rustls::pki_types::InvalidDnsNameError;
+    type Error = io::Error;
 
     fn make_tls_connect(&mut self, domain: &str) -> Result<RustlsConnect, Self::Error> {
+        // The driver asks for a connector for every host before it knows whether TLS will be
+        // used (a unix socket path is no DNS name): a bad name fails only if TLS is tried.
         Ok(RustlsConnect {
             config: self.config.clone(),
-            name: rustls::pki_types::ServerName::try_from(domain.to_owned())?,
+            name: rustls::pki_types::ServerName::try_from(domain.to_owned())
+                .map_err(|_| format!("`{domain}` is not a host name TLS can verify")),
         })
     }
 }
 
 struct RustlsConnect {
     config: Arc<rustls::ClientConfig>,
-    name: rustls::pki_types::ServerName<'static>,
+    name: Result<rustls::pki_types::ServerName<'static>, String>,
 }
 
 impl<S> TlsConnect<S> for RustlsConnect
@@ -969,8 +972,11 @@ where
 
     fn connect(self, stream: S) -> Self::Future {
         Box::pin(async move {
+            let name = self
+                .name
+                .map_err(|message| io::Error::new(io::ErrorKind::InvalidInput, message))?;
             let stream = tokio_rustls::TlsConnector::from(self.config)
-                .connect(self.name, stream)
+                .connect(name, stream)
                 .await?;
             Ok(RustlsStream(Box::new(stream)))
         })
