@@ -1,6 +1,8 @@
 //! One suite of store behaviour, run against both drivers: the embedded SQLite file and a
 //! private PostgreSQL cluster (two store instances on one database = two replicas).
 
+#![cfg(test)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,7 +123,12 @@ async fn store_suite(a: Arc<dyn ServerStore>, b: Arc<dyn ServerStore>) {
             .await
             .unwrap()
     );
-    assert!(a.machine_by_key(hash("pdk_mk_one")).await.unwrap().is_none());
+    assert!(
+        a.machine_by_key(hash("pdk_mk_one"))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(
         a.machine_by_key(hash("pdk_mk_two")).await.unwrap(),
         Some(machine.clone())
@@ -187,7 +194,10 @@ async fn store_suite(a: Arc<dyn ServerStore>, b: Arc<dyn ServerStore>) {
         Some("holder-a")
     );
     assert_eq!(
-        a.lease_holder(second.clone(), now).await.unwrap().as_deref(),
+        a.lease_holder(second.clone(), now)
+            .await
+            .unwrap()
+            .as_deref(),
         Some("holder-b")
     );
     let third = a
@@ -265,7 +275,10 @@ async fn store_suite(a: Arc<dyn ServerStore>, b: Arc<dyn ServerStore>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_store_suite() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("state/server.sqlite").display());
+    let url = format!(
+        "sqlite:{}",
+        dir.path().join("state/server.sqlite").display()
+    );
     let a = open(&url).await;
     let b = open(&url).await;
     assert_eq!(a.kind(), "sqlite");
@@ -363,7 +376,10 @@ async fn postgres_errors_never_show_the_password() {
         let text = format!("{error} {error:?}");
         eprintln!("{text}");
         assert!(!text.contains(PASSWORD), "{text}");
-        assert!(text.contains("127.0.0.1"), "the error names the host: {text}");
+        assert!(
+            text.contains("127.0.0.1"),
+            "the error names the host: {text}"
+        );
     }
 }
 
@@ -409,7 +425,11 @@ async fn postgres_relay_listener_reconnects_when_its_connection_drops() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_over_a_unix_socket_without_tls() {
     let cluster = PgCluster::start().unwrap_or_else(|error| panic!("{error:#}"));
-    let socket_dir = cluster.socket_dir().display().to_string().replace('/', "%2F");
+    let socket_dir = cluster
+        .socket_dir()
+        .display()
+        .to_string()
+        .replace('/', "%2F");
     let url = format!(
         "postgres://{}@{socket_dir}:{}/{}?sslmode=disable",
         paddock_testkit::postgres::SUPERUSER,

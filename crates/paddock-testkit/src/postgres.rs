@@ -36,7 +36,13 @@ pub fn find_bin_dir() -> anyhow::Result<PathBuf> {
         .flatten()
         .flatten()
         .filter_map(|entry| {
-            let version = entry.file_name().to_str()?.split('.').next()?.parse().ok()?;
+            let version = entry
+                .file_name()
+                .to_str()?
+                .split('.')
+                .next()?
+                .parse()
+                .ok()?;
             let bin = entry.path().join("bin");
             bin.join("initdb").is_file().then_some((version, bin))
         })

@@ -292,10 +292,7 @@ impl PostgresStore {
     /// Runs `work` with a pooled connection.
     fn run<'a, T: Send + 'a>(
         &'a self,
-        work: impl for<'c> FnOnce(
-            &'c mut Client,
-        )
-            -> BoxFuture<'c, Result<T, tokio_postgres::Error>>
+        work: impl for<'c> FnOnce(&'c mut Client) -> BoxFuture<'c, Result<T, tokio_postgres::Error>>
         + Send
         + 'a,
     ) -> BoxFuture<'a, Result<T, StoreError>> {
