@@ -440,3 +440,23 @@ async fn postgres_over_a_unix_socket_without_tls() {
     assert_eq!(store.kind(), "postgres");
     assert!(store.list_api_keys().await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_with_tls_verifies_the_server_certificate() {
+    let cluster = PgCluster::start_tls().unwrap_or_else(|error| panic!("{error:#}"));
+    let ca = cluster.ca_pem().unwrap().display().to_string();
+    // Trusted through `sslrootcert`: TLS required, and used.
+    let url = format!("{}?sslmode=require&sslrootcert={ca}", cluster.url());
+    let store = open(&url).await;
+    assert!(store.list_api_keys().await.unwrap().is_empty());
+    // A certificate nobody trusts: refused, whatever `require` means to libpq.
+    let untrusted = format!("{}?sslmode=require", cluster.url());
+    let error = store::open(&DatabaseUrl::parse(&untrusted).unwrap())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("TLS") || error.contains("certificate"),
+        "{error}"
+    );
+}

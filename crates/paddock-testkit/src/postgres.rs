@@ -25,6 +25,8 @@ pub struct PgCluster {
     port: u16,
     /// The account the cluster runs as, when the test runs as root.
     user: Option<OtherUser>,
+    /// With TLS: the CA's PEM file that signed the server's certificate.
+    ca_pem: Option<PathBuf>,
     running: bool,
 }
 
@@ -64,6 +66,16 @@ fn free_port() -> anyhow::Result<u16> {
 impl PgCluster {
     /// `initdb`, `pg_ctl start` on a free loopback port, and `createdb` [`DATABASE`].
     pub fn start() -> anyhow::Result<Self> {
+        Self::start_with(false)
+    }
+
+    /// [`Self::start`] with TLS on (`ssl=on`), its certificate for `127.0.0.1` and `localhost`
+    /// signed by a CA made now ([`Self::ca_pem`]).
+    pub fn start_tls() -> anyhow::Result<Self> {
+        Self::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> anyhow::Result<Self> {
         let bin = find_bin_dir()?;
         let user = if rustix::process::geteuid().is_root() {
             Some(OtherUser::get().context(
@@ -81,8 +93,12 @@ impl PgCluster {
             dir,
             port: 0,
             user,
+            ca_pem: None,
             running: false,
         };
+        if tls {
+            cluster.write_certificates()?;
+        }
         let data = cluster.data_dir();
         cluster.run_checked(
             "initdb",
@@ -131,12 +147,58 @@ impl PgCluster {
         self.dir.path().join("server.log")
     }
 
+    /// A CA and a server certificate signed by it, the key 0600 and the cluster's own.
+    fn write_certificates(&mut self) -> anyhow::Result<()> {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params.distinguished_name.push(
+            DnType::CommonName,
+            format!("Paddock test PostgreSQL CA {}", std::process::id()),
+        );
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        let key = KeyPair::generate()?;
+        let leaf = params.signed_by(&key, &ca)?;
+        let dir = self.dir.path();
+        let ca_pem = dir.join("ca.pem");
+        std::fs::write(&ca_pem, ca.pem())?;
+        std::fs::write(dir.join("server.crt"), leaf.pem())?;
+        let key_file = dir.join("server.key");
+        std::fs::write(&key_file, key.serialize_pem())?;
+        std::fs::set_permissions(
+            &key_file,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )?;
+        if let Some(user) = &self.user {
+            user.chown(&dir.join("server.crt"), false)?;
+            user.chown(&key_file, false)?;
+        }
+        self.ca_pem = Some(ca_pem);
+        Ok(())
+    }
+
+    /// With [`Self::start_tls`]: the PEM file of the CA that signed the server's certificate.
+    pub fn ca_pem(&self) -> Option<&Path> {
+        self.ca_pem.as_deref()
+    }
+
     fn pg_ctl_start(&self) -> anyhow::Result<()> {
-        let options = format!(
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
             self.port,
             self.socket_dir().display()
         );
+        if self.ca_pem.is_some() {
+            let dir = self.dir.path().display();
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={dir}/server.crt -c ssl_key_file={dir}/server.key"
+            ));
+        }
         let data = self.data_dir();
         let log = self.log_file();
         self.run_checked(

@@ -212,6 +212,10 @@ impl PostgresStore {
     /// Connects to `url`, runs the migrations (one replica at a time) and keeps a pool.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let location = redact_password(url);
+        // libpq's `sslrootcert=PATH` (a private CA, as managed databases use): the driver does
+        // not know it, so it is taken out here and added to the trusted roots.
+        let (url, root_cert) = take_query_parameter(url, "sslrootcert");
+        let url = url.as_str();
         let mut config = Config::from_str(url).map_err(|error| StoreError::Open {
             location: location.clone(),
             message: format!("the URL does not parse: {}", scrub_url_error(url, &error)),
@@ -225,10 +229,13 @@ impl PostgresStore {
         let password = config
             .get_password()
             .map(|password| String::from_utf8_lossy(password).into_owned());
-        let tls = MakeRustls::new().map_err(|message| StoreError::Open {
-            location: location.clone(),
-            message,
-        })?;
+        let tls =
+            MakeRustls::new(root_cert.as_deref().map(std::path::Path::new)).map_err(|message| {
+                StoreError::Open {
+                    location: location.clone(),
+                    message,
+                }
+            })?;
         let mut listen_config = config.clone();
         listen_config.application_name(RELAY_APPLICATION_NAME);
         let inner = Arc::new(Inner {
@@ -302,6 +309,29 @@ impl PostgresStore {
                 .await
                 .map_err(|error| self.inner.database(&error))
         })
+    }
+}
+
+/// `url` without its query parameter `name`, and that parameter's value.
+fn take_query_parameter(url: &str, name: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_owned(), None);
+    };
+    let mut value = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.split_once('=') {
+            Some((key, found)) if key == name => {
+                value = Some(found.to_owned());
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        (base.to_owned(), value)
+    } else {
+        (format!("{base}?{}", kept.join("&")), value)
     }
 }
 
@@ -909,19 +939,36 @@ impl ServerStore for PostgresStore {
 }
 
 /// rustls for `sslmode=prefer|require`: the server's certificate is verified against the
-/// bundled web PKI roots and the platform's store (stricter than libpq's `require`, which
-/// encrypts without verifying; a private CA goes into the platform store).
+/// bundled web PKI roots, the platform's store and the URL's `sslrootcert` file (stricter than
+/// libpq's `require`, which encrypts without verifying).
 #[derive(Clone)]
 struct MakeRustls {
     config: Arc<rustls::ClientConfig>,
 }
 
 impl MakeRustls {
-    fn new() -> Result<Self, String> {
+    fn new(root_cert: Option<&std::path::Path>) -> Result<Self, String> {
+        use rustls::pki_types::pem::PemObject as _;
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         let loaded = rustls_native_certs::load_native_certs();
         let (_added, _ignored) = roots.add_parsable_certificates(loaded.certs);
+        if let Some(path) = root_cert {
+            let unreadable =
+                |reason: String| format!("`sslrootcert` file `{}`: {reason}", path.display());
+            let certificates = rustls::pki_types::CertificateDer::pem_file_iter(path)
+                .map_err(|error| unreadable(format!("{error:?}")))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| unreadable(format!("{error:?}")))?;
+            if certificates.is_empty() {
+                return Err(unreadable("it holds no PEM certificate".into()));
+            }
+            for certificate in certificates {
+                roots
+                    .add(certificate)
+                    .map_err(|error| unreadable(error.to_string()))?;
+            }
+        }
         let config = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
