@@ -80,4 +80,6 @@ pub use error::CredentialError;
 pub use key::{KeyError, KeySource};
 pub use launch_env::{LaunchEnv, LaunchEnvSpec, VendorEnv};
 pub use proxy::{X_AGENT_ACTIVE_CAPABILITIES, X_AGENT_ID, X_CLIENT};
-pub use tls::{SSL_CERT_DIR_VAR, SSL_CERT_FILE_VAR, UpstreamTrust};
+pub use tls::{
+    SSL_CERT_DIR_VAR, SSL_CERT_FILE_VAR, UpstreamTrust, client_config as tls_client_config,
+};

@@ -144,10 +144,8 @@ fn trust_error(path: &Path, reason: &str) -> CredentialError {
 /// The rustls configuration for the upstream client: `trust`'s roots when `load` (some
 /// upstream is `https://`), else none (the connector then only ever makes plain connections).
 /// TLS 1.2 and 1.3, the `ring` provider, no client certificate; the connector sets ALPN.
-pub(crate) fn client_config(
-    trust: &UpstreamTrust,
-    load: bool,
-) -> Result<ClientConfig, CredentialError> {
+/// The daemon's fleet link uses the same roots for `https://` servers.
+pub fn client_config(trust: &UpstreamTrust, load: bool) -> Result<ClientConfig, CredentialError> {
     let roots = if load {
         trust.roots()?
     } else {

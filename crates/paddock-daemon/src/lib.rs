@@ -8,6 +8,7 @@ pub mod control;
 pub mod credentials;
 pub mod devices;
 pub mod files;
+pub mod fleet;
 pub mod launcher;
 pub mod lock;
 pub mod mcp;

@@ -103,6 +103,38 @@ impl McpHost {
         }
     }
 
+    /// Runs `tool` for the fleet server this daemon joined, in `session` (a device's fleet
+    /// session) or outside any; the answer is the tool's `CallToolResult` as JSON. The caller
+    /// is the owner: the server already applied its own policy, and the daemon's applies too.
+    pub async fn fleet_call(
+        &self,
+        session: Option<SessionKey>,
+        tool: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, paddock_client::fleet::FrameError> {
+        if let Some(session) = &session {
+            self.registry.record_session(session);
+        }
+        let ctx = ToolCtx {
+            profile: "fleet".to_owned(),
+            ..self.owner_ctx(session)
+        };
+        let server = self.registry.server(ctx);
+        let request = rmcp::model::CallToolRequestParams::new(tool).with_arguments(arguments);
+        match server.call(request, None, None).await {
+            Ok(result) => {
+                serde_json::to_value(&result).map_err(|error| paddock_client::fleet::FrameError {
+                    code: "upstream_error".into(),
+                    message: format!("could not encode the answer: {error}"),
+                })
+            }
+            Err(error) => Err(paddock_client::fleet::FrameError {
+                code: "invalid_input".into(),
+                message: error.message.to_string(),
+            }),
+        }
+    }
+
     /// The owner's principal (`uid:<n>`): a task's agent context names it as its owner.
     pub fn owner_subject(&self) -> &str {
         self.owner.subject()

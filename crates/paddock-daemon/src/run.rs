@@ -351,10 +351,14 @@ pub async fn run(
         Some(Ok(())) => {
             state_tx.send_replace(DaemonState::Ready);
             info!(endpoint = %http_endpoint, "ready");
+            let fleet_link = spawn_fleet_link(&config, &paths, &mcp, &pool);
             on_ready(&runtime.status());
             tokio::select! {
                 _ = stop_rx.recv() => info!("stop requested over the control socket"),
                 signal = signals.next() => info!(signal, "stop requested by signal"),
+            }
+            if let Some(link) = fleet_link {
+                link.abort();
             }
             RunOutcome::Stopped
         }
@@ -425,6 +429,31 @@ fn raise_open_file_limit() {
 
 /// Opens the store and builds the tool registry. Configuration errors (unknown tool names,
 /// conflicting defaults, an unreadable database) fail here, before anything is bound.
+/// The control connection to the fleet server, kept while the daemon runs (it waits for a
+/// `paddock daemon join` if there is none yet). `None` when its TLS roots cannot be loaded.
+fn spawn_fleet_link(
+    config: &DaemonConfig,
+    paths: &DaemonPaths,
+    mcp: &Arc<McpHost>,
+    pool: &Pool,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let trust = UpstreamTrust::default().with_env(|name| config.env.var(name).cloned());
+    let tls = match paddock_credentials::tls_client_config(&trust, true) {
+        Ok(tls) => Arc::new(tls),
+        Err(error) => {
+            error!(%error, "the fleet link is off: its TLS roots could not be loaded");
+            return None;
+        }
+    };
+    let host = crate::fleet::FleetLinkHost {
+        state_dir: paths.state_dir.clone(),
+        mcp: mcp.clone(),
+        pool: pool.clone(),
+        tls,
+    };
+    Some(tokio::spawn(host.run()))
+}
+
 fn build_mcp(
     config: &DaemonConfig,
     paths: &DaemonPaths,

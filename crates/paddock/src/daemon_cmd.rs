@@ -36,6 +36,12 @@ pub enum DaemonCommand {
         #[command(flatten)]
         start: StartArgs,
     },
+    /// Join a fleet server (`paddock server`) with a pairing token from `paddock server pair`,
+    /// read from stdin or `--token-file` (never the command line).
+    Join(crate::fleet_cmd::JoinArgs),
+    /// Give this joined machine a new machine key with a reconnect token
+    /// (`paddock server pair --reconnect MACHINE_ID`), restarting the daemon with it.
+    Reconnect(crate::fleet_cmd::ReconnectArgs),
     /// Report whether the daemon runs, and its pid, version, uptime, state and endpoints.
     Status {
         /// Print one JSON object instead of text.
@@ -49,6 +55,10 @@ pub struct StartArgs {
     /// Run in this process instead of detaching; logs go to stderr.
     #[arg(long)]
     foreground: bool,
+    /// Start only if this daemon is joined to a fleet server as this machine id (the id
+    /// `paddock daemon join` printed); the stored machine key is reused, not rotated.
+    #[arg(long, value_name = "MACHINE_ID")]
+    pub id: Option<String>,
     /// Loopback HTTP port (0 picks a free port).
     #[arg(long, default_value_t = 0, env = "PADDOCK_PORT")]
     port: u16,
@@ -153,10 +163,28 @@ fn parse_app(text: &str) -> Result<AppConfig, String> {
     })
 }
 
+impl StartArgs {
+    /// The start settings the environment gives (`PADDOCK_*` variables, else the defaults),
+    /// for a start no command line describes (a reconnect's restart), as machine `id`.
+    pub(crate) fn from_env(id: Option<String>) -> anyhow::Result<Self> {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            start: StartArgs,
+        }
+        let mut args = <Only as clap::Parser>::try_parse_from(["paddock"])
+            .map_err(|error| anyhow::anyhow!("the daemon's settings: {error}"))?
+            .start;
+        args.id = id;
+        Ok(args)
+    }
+}
+
 impl Default for StartArgs {
     fn default() -> Self {
         Self {
             foreground: false,
+            id: None,
             port: 0,
             startup_hold_ms: 30_000,
             ready_timeout_secs: 60,
@@ -189,8 +217,15 @@ pub async fn run(command: DaemonCommand, logging: &LogArgs) -> anyhow::Result<Ex
     let env = ClientEnv::from_process();
     let paths = DaemonPaths::resolve(&env);
     match command {
+        DaemonCommand::Start(args)
+            if args.id.is_some() && !crate::fleet_cmd::id_matches(&paths, args.id.as_deref())? =>
+        {
+            Ok(ExitCode::FAILURE)
+        }
         DaemonCommand::Start(args) if args.foreground => run_foreground(env, &args).await,
         DaemonCommand::Start(args) => start_detached(&paths, &args, logging).await,
+        DaemonCommand::Join(args) => crate::fleet_cmd::join(&paths, args).await,
+        DaemonCommand::Reconnect(args) => crate::fleet_cmd::reconnect(&paths, args, logging).await,
         DaemonCommand::Stop(args) => stop(&paths, &args).await,
         DaemonCommand::Restart {
             stop: stop_args,
@@ -424,7 +459,7 @@ pub fn detached_launch(
     })
 }
 
-async fn start_detached(
+pub(crate) async fn start_detached(
     paths: &DaemonPaths,
     args: &StartArgs,
     logging: &LogArgs,

@@ -5,6 +5,7 @@ mod bot_cmd;
 mod credentials_cmd;
 mod daemon_cmd;
 mod devices_cmd;
+mod fleet_cmd;
 mod hardening;
 mod logging;
 mod mcp_client;
