@@ -27,6 +27,9 @@ use crate::credential::CredentialHash;
 
 /// Connections kept per replica. A request holds one only for its few statements, so a
 /// handful serves a busy replica; the database's own limit (often 100) is shared by them all.
+/// The pool is our own (idle clients behind a semaphore, a broken one dropped on return)
+/// rather than `deadpool-postgres`: a few dozen lines against another dependency and its
+/// configuration surface, and nothing here needs its recycling hooks.
 const POOL_SIZE: usize = 4;
 /// How long a connection attempt may take before it fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -1061,5 +1064,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for RustlsStream<S> {
     fn channel_binding(&self) -> ChannelBinding {
         // SCRAM without channel binding (`-PLUS`): the handshake is still verified by rustls.
         ChannelBinding::none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sslrootcert_is_taken_out_of_the_url() {
+        assert_eq!(
+            take_query_parameter(
+                "postgres://u@h/db?sslmode=require&sslrootcert=/ca.pem",
+                "sslrootcert"
+            ),
+            (
+                "postgres://u@h/db?sslmode=require".to_owned(),
+                Some("/ca.pem".to_owned())
+            )
+        );
+        assert_eq!(
+            take_query_parameter("postgres://u@h/db?sslrootcert=/ca.pem", "sslrootcert"),
+            ("postgres://u@h/db".to_owned(), Some("/ca.pem".to_owned()))
+        );
+        assert_eq!(
+            take_query_parameter("postgres://u@h/db", "sslrootcert"),
+            ("postgres://u@h/db".to_owned(), None)
+        );
+    }
+
+    #[test]
+    fn relay_channels_are_short_identifiers() {
+        let channel = relay_channel("replica \"a\"; DROP TABLE relay");
+        assert!(channel.len() < 63, "{channel}");
+        assert!(
+            channel
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        );
+        assert_ne!(channel, relay_channel("replica-b"));
     }
 }
