@@ -75,9 +75,14 @@ pub enum HostCommand {
         tool: String,
         arguments: Map<String, Value>,
     },
-    /// Ends the fleet's session of `device_id`: the pool takes the device back and resets it.
+    /// Ends the fleet's session of `device_id`: the pool takes the device back and resets it
+    /// (or stops it, when its warm set is full).
     #[serde(rename_all = "camelCase")]
     Release { device_id: String },
+    /// Wipes `device_id` (pages, storage, files) and starts it fresh, keeping it in the
+    /// fleet's session.
+    #[serde(rename_all = "camelCase")]
+    Reset { device_id: String },
 }
 
 /// Daemon → server.

@@ -420,7 +420,9 @@ impl FleetLinkHost {
         info!(server = %link.server, machine = %link.machine_id, "connected to the fleet server");
         let (mut sink, mut stream) = socket.split();
         let (out_tx, mut out_rx) = mpsc::channel::<DaemonFrame>(64);
-        let writer = tokio::spawn(async move {
+        // Both tasks end with this connection, also when the daemon drops it at shutdown (a
+        // dropped JoinHandle would leave them running).
+        let writer = AbortOnDrop(tokio::spawn(async move {
             let mut heartbeat = tokio::time::interval(HEARTBEAT);
             heartbeat.tick().await;
             loop {
@@ -440,8 +442,11 @@ impl FleetLinkHost {
                 }
             }
             let _ = sink.close().await;
-        });
-        let inventory = tokio::spawn(watch_inventory(self.pool.clone(), out_tx.clone()));
+        }));
+        let _inventory = AbortOnDrop(tokio::spawn(watch_inventory(
+            self.pool.clone(),
+            out_tx.clone(),
+        )));
         let outcome = loop {
             let message = match tokio::time::timeout(SILENCE_LIMIT, stream.next()).await {
                 Err(_) => break Err("the server went silent".to_owned()),
@@ -478,13 +483,27 @@ impl FleetLinkHost {
                 Message::Close(_) => break Ok(()),
                 _ => {}
             }
-            if writer.is_finished() {
+            if writer.0.is_finished() {
                 break Err("the connection's writer stopped".to_owned());
             }
         };
-        inventory.abort();
-        writer.abort();
         outcome
+    }
+
+    /// The fleet's session of `device_id`, bound to the device on first use.
+    async fn bind(&self, device_id: &str) -> Result<SessionKey, FrameError> {
+        let session = fleet_session(device_id)?;
+        let bound_here = self
+            .pool
+            .device(session.as_str())
+            .is_ok_and(|device| device.id() == device_id);
+        if !bound_here {
+            self.pool
+                .acquire_id(session.as_str(), device_id)
+                .await
+                .map_err(device_frame_error)?;
+        }
+        Ok(session)
     }
 
     async fn run_command(&self, command: HostCommand) -> Result<serde_json::Value, FrameError> {
@@ -494,18 +513,17 @@ impl FleetLinkHost {
                 tool,
                 arguments,
             } => {
-                let session = fleet_session(&device_id)?;
-                let bound_here = self
+                let session = self.bind(&device_id).await?;
+                self.mcp.fleet_call(Some(session), tool, arguments).await
+            }
+            HostCommand::Reset { device_id } => {
+                let session = self.bind(&device_id).await?;
+                let device = self
                     .pool
                     .device(session.as_str())
-                    .is_ok_and(|device| device.id() == device_id);
-                if !bound_here {
-                    self.pool
-                        .acquire_id(session.as_str(), &device_id)
-                        .await
-                        .map_err(device_frame_error)?;
-                }
-                self.mcp.fleet_call(Some(session), tool, arguments).await
+                    .map_err(device_frame_error)?;
+                device.reset().await.map_err(device_frame_error)?;
+                Ok(serde_json::json!({ "content": [], "isError": false }))
             }
             HostCommand::MachineCall { tool, arguments } => {
                 // A task on a device the fleet already drives takes the device over.
@@ -530,6 +548,15 @@ impl FleetLinkHost {
                 Ok(serde_json::json!({ "content": [], "isError": false }))
             }
         }
+    }
+}
+
+/// A task that is aborted when its handle goes.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

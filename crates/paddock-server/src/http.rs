@@ -156,8 +156,23 @@ fn control_router(state: &Arc<ServerState>) -> Router {
         .with_state(state.hub.clone())
 }
 
+/// What the edge of `/mcp` shares: the limits, the per-profile policies and the state.
+#[derive(Debug)]
+struct Edge {
+    state: Arc<ServerState>,
+    limits: Arc<crate::limits::RateLimits>,
+    policies: crate::auth::ProfilePolicies,
+    metadata_url: String,
+}
+
 /// `/mcp`: rmcp's stateless Streamable HTTP service with JSON answers; `GET` and `DELETE` are
-/// 405 (a fresh server per request has no stream or session for them to act on).
+/// 405 (a fresh server per request has no stream or session for them to act on), and so is
+/// any other method.
+///
+/// Every method passes the baseline limits first ([`edge_limits`]: deadline, per-IP bucket,
+/// declared body size); a `POST` then passes the auth table, the per-key bucket and the body
+/// limit as it is read ([`mcp_post`]), and reaches rmcp with the caller's context in its
+/// extensions.
 fn mcp_router(state: &Arc<ServerState>) -> Router {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -172,6 +187,14 @@ fn mcp_router(state: &Arc<ServerState>) -> Router {
         Arc::new(NeverSessionManager::default()),
         config,
     );
+    let limits = crate::limits::RateLimits::new(&state.config);
+    limits.spawn_sweeper();
+    let edge = Arc::new(Edge {
+        state: state.clone(),
+        limits,
+        policies: crate::auth::ProfilePolicies::new(&state.policy, state.registry.catalog()),
+        metadata_url: state.config.metadata_url(),
+    });
     let not_allowed = || async {
         let mut response = json(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -182,15 +205,91 @@ fn mcp_router(state: &Arc<ServerState>) -> Router {
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         response
     };
-    Router::new().route(
-        "/mcp",
-        post(move |request: axum::extract::Request| {
-            let service = service.clone();
-            async move { service.handle(request).await.into_response() }
-        })
-        .get(not_allowed)
-        .delete(not_allowed),
-    )
+    let post_edge = edge.clone();
+    Router::new()
+        .route(
+            "/mcp",
+            post(move |request: axum::extract::Request| {
+                let service = service.clone();
+                let edge = post_edge.clone();
+                async move { mcp_post(&edge, service, request).await }
+            })
+            .get(not_allowed)
+            .delete(not_allowed)
+            .fallback(not_allowed),
+        )
+        .route_layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let edge = edge.clone();
+                async move { edge_limits(&edge, request, next).await }
+            },
+        ))
+}
+
+/// The limits every `/mcp` request passes: the deadline around everything after it (reading
+/// the body included), the per-IP bucket, and a declared `Content-Length` over the limit.
+async fn edge_limits(
+    edge: &Edge,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| info.0);
+    if let Err(refusal) = limit_checks(edge, request.headers(), peer) {
+        return refusal.into_response();
+    }
+    match tokio::time::timeout(edge.state.config.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => crate::limits::timed_out().into_response(),
+    }
+}
+
+fn limit_checks(
+    edge: &Edge,
+    headers: &http::HeaderMap,
+    peer: Option<SocketAddr>,
+) -> Result<(), crate::auth::Refusal> {
+    if let Some(ip) = edge.limits.client_ip(headers, peer) {
+        edge.limits.check_ip(ip)?;
+    }
+    crate::limits::check_declared_length(headers, edge.state.config.body_limit_bytes)
+}
+
+/// A `POST /mcp` past the limits: the auth table, the per-key bucket, the body (counted as it
+/// arrives), then rmcp with the caller's [`RequestCtx`](paddock_tools::server::RequestCtx).
+async fn mcp_post(
+    edge: &Edge,
+    service: StreamableHttpService<paddock_tools::server::McpServer, NeverSessionManager>,
+    request: axum::extract::Request,
+) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let caller = async {
+        let crate::auth::Presented::ApiKey(key) =
+            crate::auth::presented(&parts.headers, &edge.metadata_url)?;
+        let caller = crate::auth::authenticate(&edge.state.store, key, &edge.metadata_url).await?;
+        edge.limits.check_key(&caller.key_hash)?;
+        Ok::<_, crate::auth::Refusal>(caller)
+    };
+    let caller = match caller.await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let bytes = match crate::limits::read_body(body, edge.state.config.body_limit_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal.into_response(),
+    };
+    // The credential has done its work; nothing after the edge sees it.
+    parts.headers.remove(header::AUTHORIZATION);
+    parts.headers.remove(crate::auth::API_KEY_HEADER);
+    let policy = edge.policies.get(caller.profile);
+    let ctx = edge.state.caller_ctx(caller.auth, policy);
+    parts
+        .extensions
+        .insert(paddock_tools::server::RequestCtx(ctx));
+    let request = http::Request::from_parts(parts, axum::body::Body::from(bytes));
+    service.handle(request).await.into_response()
 }
 
 fn json(status: StatusCode, body: String) -> Response {

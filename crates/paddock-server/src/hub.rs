@@ -616,4 +616,13 @@ impl FleetBackend for Hub {
                 .map(drop)
         })
     }
+
+    fn reset_device(&self, device_id: String) -> BoxFuture<'_, Result<(), ToolError>> {
+        Box::pin(async move {
+            let machine = self.machine_of(&device_id).await?;
+            self.command(&machine, HostCommand::Reset { device_id })
+                .await
+                .map(drop)
+        })
+    }
 }

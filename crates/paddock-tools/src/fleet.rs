@@ -53,6 +53,9 @@ pub trait FleetBackend: Send + Sync {
         tool: &'static str,
         arguments: Map<String, Value>,
     ) -> BoxFuture<'_, Result<CallToolResult, ToolError>>;
-    /// Ends the fleet's session of `device_id`: the daemon takes the device back (and resets it).
+    /// Ends the fleet's session of `device_id`: the daemon takes the device back (and resets it,
+    /// or stops it when its warm set is full).
     fn release_device(&self, device_id: String) -> BoxFuture<'_, Result<(), ToolError>>;
+    /// Wipes `device_id` and starts it fresh; it stays the fleet's, with the same id.
+    fn reset_device(&self, device_id: String) -> BoxFuture<'_, Result<(), ToolError>>;
 }

@@ -205,6 +205,36 @@ impl Policy {
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(String::as_str)
     }
+
+    /// What both policies allow: the tools in both, each bundle gated by both operation sets (a
+    /// bundle left with no operation is dropped). A credential's profile narrows the
+    /// deployment's policy this way and can never widen it. The name is `self`'s, then `+`
+    /// and `other`'s; the refusal is `self`'s, else `other`'s.
+    pub fn intersect(&self, other: &Self) -> Self {
+        let mut tools = BTreeSet::new();
+        let mut operations = BTreeMap::new();
+        for tool in self.tools.intersection(&other.tools) {
+            let gate = match (self.operations.get(tool), other.operations.get(tool)) {
+                (None, None) => None,
+                (Some(only), None) | (None, Some(only)) => Some(only.clone()),
+                (Some(one), Some(two)) => Some(one.intersection(two).cloned().collect()),
+            };
+            match gate {
+                Some(gate) if gate.is_empty() => continue,
+                Some(gate) => {
+                    operations.insert(tool.clone(), gate);
+                }
+                None => {}
+            }
+            tools.insert(tool.clone());
+        }
+        Self {
+            name: format!("{}+{}", self.name, other.name),
+            tools,
+            operations,
+            refusal: self.refusal.clone().or_else(|| other.refusal.clone()),
+        }
+    }
 }
 
 fn all_operations(tool: &ToolDef) -> BTreeSet<String> {
@@ -276,6 +306,46 @@ mod tests {
             readonly.narrowed_operations("shop").map(|ops| ops.len()),
             Some(1)
         );
+    }
+
+    #[test]
+    fn an_intersection_narrows_and_never_widens() {
+        let set = |names: &[&str]| -> BTreeSet<String> {
+            names.iter().map(|name| (*name).to_owned()).collect()
+        };
+        let deployment = Policy::new(
+            "deployment",
+            set(&["a", "b", "bundle", "gated"]),
+            BTreeMap::from([
+                ("gated".to_owned(), set(&["read", "write"])),
+                ("bundle".to_owned(), set(&["list"])),
+            ]),
+        );
+        let key = Policy::new(
+            "key",
+            set(&["b", "bundle", "gated", "extra"]),
+            BTreeMap::from([
+                ("gated".to_owned(), set(&["read", "delete"])),
+                ("bundle".to_owned(), set(&["buy"])),
+            ]),
+        );
+        let both = deployment.intersect(&key);
+        assert_eq!(both.tool_names().collect::<Vec<_>>(), vec!["b", "gated"]);
+        assert!(!both.allows_tool("a"), "only the deployment allows it");
+        assert!(!both.allows_tool("extra"), "a key cannot widen");
+        assert!(!both.allows_tool("bundle"), "no operation is left");
+        assert!(both.allows_operation("gated", "read"));
+        assert!(!both.allows_operation("gated", "write"));
+        assert!(!both.allows_operation("gated", "delete"));
+        assert_eq!(both.name(), "deployment+key");
+
+        let catalog = builtin();
+        let full = Policy::for_profile(PolicyProfile::Full, &catalog);
+        let readonly = Policy::for_profile(PolicyProfile::Readonly, &catalog);
+        assert_eq!(full.intersect(&readonly).tools, readonly.tools);
+        assert_eq!(full.intersect(&readonly).operations, readonly.operations);
+        assert_eq!(readonly.intersect(&full).tools, readonly.tools);
+        assert_eq!(Policy::empty().intersect(&full).tool_names().count(), 0);
     }
 
     #[test]

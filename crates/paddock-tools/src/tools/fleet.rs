@@ -442,7 +442,7 @@ impl Tool for TerminateDevice {
     const DEF: ToolDef = ToolDef::new(
         "terminate_device",
         "Terminate a device",
-        "Ends the fleet's use of a device: its daemon takes it back, wipes it (pages, storage, files) and returns it to its pool.",
+        "Ends the fleet's use of a device: its daemon takes it back and wipes it (pages, storage, files); it returns to that machine's pool, or is stopped when the pool already has its warm devices.",
         Hints {
             read_only: false,
             destructive: true,
@@ -696,7 +696,7 @@ impl Tool for ManageDevice {
                 if args.operation == ManageOperation::Reboot && device.platform != "web" {
                     return Err(unmapped("manage_device", "reboot", &device.platform));
                 }
-                fleet.release_device(device_id.clone()).await?;
+                fleet.reset_device(device_id.clone()).await?;
                 Ok(Output::Json(json!({
                     "device_id": device_id,
                     "state": "reset",

@@ -1,0 +1,262 @@
+//! The fleet end to end: the real `paddock server`, a real daemon with a real Chromium device
+//! paired to it (`server pair` → `daemon join`, the token on stdin), and the official Python
+//! MCP client reaching that device through the server with an API key. Then the daemon is
+//! stopped (its devices go offline, calls fail typed) and started again with `--id` (its
+//! inventory is reconciled). `tests/clients/python/fleet_check.py` drives the tools and
+//! reports; this file asserts on the report.
+#![cfg(test)]
+
+use std::process::Command;
+
+use paddock_testkit::clients::{python, repo_root};
+use paddock_testkit::fixture::FixtureApp;
+use paddock_testkit::{DaemonHarness, RunningServer, ServerHarness};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_paddock");
+
+fn check(server: &RunningServer, key: &str, args: &[&str]) -> Value {
+    let mut command = Command::new(python());
+    command
+        .arg(repo_root().join("tests/clients/python/fleet_check.py"))
+        .arg(args[0])
+        .arg(server.url())
+        .args(&args[1..])
+        .env_clear()
+        .env("PADDOCK_API_KEY", key)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    let output = command.output().expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{:?}\n--- stdout\n{stdout}\n--- stderr\n{}\n--- server log\n{}",
+        args,
+        String::from_utf8_lossy(&output.stderr),
+        server.log_text()
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|error| panic!("client output is not JSON ({error}): {stdout}"))
+}
+
+fn ok<'a>(report: &'a Value, name: &str) -> &'a Value {
+    let answer = &report[name];
+    assert_eq!(answer["isError"], false, "{name} failed: {answer}");
+    answer
+}
+
+fn error_text<'a>(report: &'a Value, name: &str) -> &'a str {
+    let answer = &report[name];
+    assert_eq!(answer["isError"], true, "{name} should fail: {answer}");
+    answer["text"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_joined_daemons_device_is_driven_through_the_server_and_goes_offline_with_it() {
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    servers.set_env("PADDOCK_SERVER_POLICY_PROFILE", "full");
+    let server = servers.spawn(&[]).unwrap();
+    let key = servers.create_key("fleet-test", "full").unwrap();
+    let pairing = servers
+        .run(["server", "pair", "--name", "laptop"])
+        .unwrap()
+        .success()
+        .unwrap();
+    let token = pairing.stdout().trim().to_owned();
+    assert!(token.starts_with("pdk_pt_"), "{token}");
+
+    let app = FixtureApp::start().unwrap();
+    let fixture = format!("fixture={}", app.url("/"));
+    let daemon = DaemonHarness::new(BIN).unwrap();
+    daemon
+        .start_detached(&["--web-warm", "1", "--web-app", &fixture])
+        .unwrap();
+    let joined = daemon
+        .run_with_stdin(
+            ["daemon", "join", "--server", &server.url()],
+            format!("{token}\n").as_bytes(),
+        )
+        .unwrap()
+        .success()
+        .unwrap();
+    let machine = joined.stdout().trim().to_owned();
+    assert!(machine.starts_with("m_"), "{machine}");
+    // A pairing token is good for one join.
+    let again = daemon
+        .run_with_stdin(
+            ["daemon", "join", "--server", &server.url()],
+            format!("{token}\n").as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(again.code(), Some(1), "{}", again.stderr());
+    assert!(
+        again.stderr().contains("already joined"),
+        "{}",
+        again.stderr()
+    );
+
+    let report = check(&server, &key, &["drive", &machine, "fixture"]);
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for tool in [
+        "list_devices",
+        "get_device_ui_state",
+        "device_action",
+        "run_task",
+        "create_device",
+    ] {
+        assert!(tools.contains(&tool), "{tool} missing from {tools:?}");
+    }
+    let device = &report["device"];
+    let device_id = device["device_id"].as_str().unwrap().to_owned();
+    assert_eq!(device["platform"], "web");
+    assert_eq!(device["machine_name"], "laptop");
+    assert_eq!(
+        ok(&report, "getDevice")["structured"]["device_id"],
+        device_id
+    );
+    ok(&report, "start");
+    let before = report["uiBefore"].as_str().unwrap();
+    assert!(
+        before.contains("Items") && before.contains("Sign in"),
+        "{before}"
+    );
+    // The fleet's session holds the device now, and the inventory says so.
+    assert_eq!(report["listedWhileBound"][0]["state"], "bound", "{report}");
+    ok(&report, "tap");
+    let after = report["uiAfter"].as_str().unwrap();
+    assert!(after.contains("Item 1"), "{after}");
+    ok(&report, "swipe");
+    ok(&report, "back");
+    assert!(report["uiBack"].as_str().unwrap().contains("Sign in"));
+    let screenshot = ok(&report, "screenshot");
+    assert!(
+        screenshot["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|kind| kind == "image"),
+        "{screenshot}"
+    );
+    // The daemon's own errors arrive in spec 002's codes.
+    assert!(
+        error_text(&report, "tapNowhere").starts_with("[not_found]"),
+        "{}",
+        report["tapNowhere"]
+    );
+    assert!(error_text(&report, "tapNothing").starts_with("[invalid_input]"));
+    ok(&report, "setTimezone");
+    assert!(
+        ok(&report, "getTimezone")["text"]
+            .as_str()
+            .unwrap()
+            .contains("Asia/Tokyo"),
+        "{}",
+        report["getTimezone"]
+    );
+    for unmapped in ["overlay", "rename"] {
+        let text = error_text(&report, unmapped);
+        assert!(
+            text.starts_with("[invalid_input]") && text.contains("web devices"),
+            "{unmapped}: {text}"
+        );
+    }
+    let capabilities = &ok(&report, "capabilities")["json"];
+    assert_eq!(capabilities["platform"], "web");
+    let count = &ok(&report, "count")["json"];
+    assert!(count["total"].as_u64().unwrap() >= 1, "{count}");
+    ok(&report, "files");
+    assert!(
+        ok(&report, "apps")["text"]
+            .as_str()
+            .unwrap()
+            .contains("fixture")
+    );
+    assert!(error_text(&report, "unknownDevice").starts_with("[not_found]"));
+    assert!(
+        error_text(&report, "badArguments").contains("operation"),
+        "{}",
+        report["badArguments"]
+    );
+    ok(&report, "reset");
+    assert!(
+        !report["uiAfterReset"].as_str().unwrap().contains("Sign in"),
+        "a reset device starts blank: {}",
+        report["uiAfterReset"]
+    );
+    // Terminated, the device is not the fleet's any more: back in the pool, or stopped.
+    ok(&report, "terminate");
+    let after = report["afterTerminate"].as_array().unwrap();
+    assert!(after.is_empty() || after[0]["state"] == "warm", "{after:?}");
+    let created = &ok(&report, "created")["structured"];
+    assert_eq!(created["machine_id"], machine.as_str());
+    assert!(
+        created["device_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("web-") && id != device_id),
+        "{created}"
+    );
+
+    // The daemon stops: its devices are offline and calls to them fail typed.
+    daemon.run(["daemon", "stop"]).unwrap().success().unwrap();
+    let offline = check(&server, &key, &["offline", &machine]);
+    assert_eq!(offline["device"]["state"], "offline");
+    for call in ["ui", "tap"] {
+        let text = offline[call]["text"].as_str().unwrap();
+        assert!(
+            offline[call]["isError"] == true && text.starts_with("[upstream_error]"),
+            "{call}: {text}"
+        );
+        assert!(text.contains("not connected"), "{call}: {text}");
+    }
+
+    // `--id` must name this machine; with the right one the daemon comes back, reconnects with
+    // its stored key, and the server's view follows its new inventory.
+    let wrong = daemon
+        .run(["daemon", "start", "--id", "m_000000000000"])
+        .unwrap();
+    assert_eq!(wrong.code(), Some(1), "{}", wrong.stderr());
+    assert!(wrong.stderr().contains(&machine), "{}", wrong.stderr());
+    daemon
+        .start_detached(&["--id", &machine, "--web-warm", "1", "--web-app", &fixture])
+        .unwrap();
+    let online = check(&server, &key, &["online", &machine, &device_id]);
+    assert_eq!(online["device"]["machine_id"], machine.as_str());
+    assert_eq!(online["ui"]["isError"], false, "{}", online["ui"]);
+    let listed = online["listed"].as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .filter(|device| device["machine_id"] == machine.as_str())
+            .all(|device| device["online"] == true),
+        "{listed:?}"
+    );
+
+    // Neither the pairing token nor the machine key appears in the server's log; the key is
+    // kept 0600 beside the link, which holds no secret.
+    let state = daemon.paths().state_dir;
+    let machine_key = std::fs::read_to_string(state.join("fleet-machine-key")).unwrap();
+    assert!(machine_key.starts_with("pdk_mk_"));
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(state.join("fleet-machine-key"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let link = std::fs::read_to_string(state.join("fleet.json")).unwrap();
+    assert!(!link.contains("pdk_"), "{link}");
+    let log = server.log_text();
+    for secret in [token.as_str(), machine_key.trim(), key.as_str()] {
+        assert!(!log.contains(secret), "a secret is in the server's log");
+    }
+    let read =
+        paddock_testkit::no_file_contains(servers.root(), &[&token, machine_key.trim(), &key])
+            .unwrap();
+    assert!(
+        read >= 2,
+        "the server's database and log were read ({read} files)"
+    );
+}
