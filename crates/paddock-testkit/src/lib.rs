@@ -14,6 +14,7 @@ pub mod http;
 pub mod mcp;
 pub mod model;
 pub mod other_user;
+pub mod postgres;
 pub mod procfs;
 pub mod server;
 pub mod tasks;
@@ -33,6 +34,7 @@ use paddock_client::{ClientEnv, DaemonPaths, PidRecord};
 pub use http::{RawRequest, RawResponse};
 pub use mcp::{McpHttp, McpStdio};
 pub use other_user::OtherUser;
+pub use postgres::PgCluster;
 pub use server::{RunningServer, ServerHarness};
 
 /// How long harness waits allow before failing a test.

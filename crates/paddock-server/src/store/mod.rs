@@ -8,10 +8,15 @@ use futures_util::future::BoxFuture;
 
 use crate::credential::CredentialHash;
 
+pub mod postgres;
 pub mod sqlite;
 
 /// The migrations, in order: (version, SQL). The same text runs on both databases.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/0001_fleet.sql"))];
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/0001_fleet.sql")),
+    (2, include_str!("../../migrations/0002_device_leases.sql")),
+    (3, include_str!("../../migrations/0003_relay.sql")),
+];
 
 /// The table that records which migrations ran.
 pub const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -80,10 +85,10 @@ pub fn redact_password(url: &str) -> String {
         None => tail.to_owned(),
     };
     match authority.rsplit_once('@') {
-        Some((user_info, host)) => {
-            let user = user_info.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}{tail}")
-        }
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => format!("{scheme}://{user_info}@{host}{tail}"),
+        },
         None => format!("{scheme}://{authority}{tail}"),
     }
 }
@@ -199,16 +204,52 @@ pub trait ServerStore: Send + Sync + std::fmt::Debug {
 
     fn set_presence(&self, presence: Presence) -> BoxFuture<'_, Result<(), StoreError>>;
     fn presences(&self) -> BoxFuture<'_, Result<Vec<Presence>, StoreError>>;
+
+    /// Leases the first of `candidates` (device ids, in order of preference) that has no live
+    /// lease to `holder` until `until_ms`; `None` when every one is held. Two callers, on one
+    /// replica or two, never get the same device.
+    fn lease_device(
+        &self,
+        candidates: Vec<String>,
+        holder: String,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<String>, StoreError>>;
+    /// Ends `holder`'s lease of `device_id`; whether it held one.
+    fn release_lease(
+        &self,
+        device_id: String,
+        holder: String,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Who holds a live lease of `device_id` at `now_ms`.
+    fn lease_holder(
+        &self,
+        device_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<String>, StoreError>>;
+
+    /// Posts `body` to replica `to_replica` (a daemon connected there, a request served here):
+    /// its listener receives it once, after the bodies this caller posted to it before.
+    fn relay_post(&self, to_replica: String, body: String)
+    -> BoxFuture<'_, Result<(), StoreError>>;
+    /// The bodies posted to `replica`, each delivered once, in order, including those posted
+    /// while nobody listened. Dropping the receiver stops listening.
+    fn relay_listen(
+        &self,
+        replica: String,
+    ) -> BoxFuture<'_, Result<tokio::sync::mpsc::Receiver<String>, StoreError>>;
 }
+
+/// How many relayed bodies a listener buffers before the relay waits for it.
+pub const RELAY_BUFFER: usize = 256;
 
 /// Opens the database `url` and runs its migrations.
 pub async fn open(url: &DatabaseUrl) -> Result<Arc<dyn ServerStore>, StoreError> {
     match url {
         DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(path).await?)),
-        DatabaseUrl::Postgres(_) => Err(StoreError::Open {
-            location: url.display(),
-            message: "PostgreSQL support is not built yet".into(),
-        }),
+        DatabaseUrl::Postgres(secret) => Ok(Arc::new(
+            postgres::PostgresStore::open(secret.expose_secret()).await?,
+        )),
     }
 }
 
@@ -237,5 +278,9 @@ mod tests {
         let shown = url.display();
         assert!(!shown.contains("hunter2"), "{shown}");
         assert_eq!(shown, "postgres://app:***@db.example:5432/fleet?…");
+        assert_eq!(
+            redact_password("postgres://app@db.example/fleet"),
+            "postgres://app@db.example/fleet"
+        );
     }
 }

@@ -1,21 +1,25 @@
 //! The embedded store: one SQLite file (0600, in a private directory), used from blocking
 //! threads.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension as _, params};
+use tokio::sync::mpsc;
 
 use super::{
-    ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence, ServerStore,
-    StoreError, now_ms,
+    ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence, RELAY_BUFFER,
+    ServerStore, StoreError, now_ms,
 };
 use crate::credential::CredentialHash;
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     connection: Arc<Mutex<Connection>>,
+    /// The file, made absolute: the key of this database's in-process relay.
+    path: PathBuf,
 }
 
 fn database(error: rusqlite::Error) -> StoreError {
@@ -26,7 +30,8 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, in a directory only this user can
     /// read, and runs the migrations.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let path = path.to_path_buf();
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let relay_key = path.clone();
         let open_error = {
             let location = format!("sqlite:{}", path.display());
             move |message: String| StoreError::Open {
@@ -58,6 +63,7 @@ impl SqliteStore {
         .map_err(open_error)?;
         Ok(Self {
             connection: Arc::new(Mutex::new(opened)),
+            path: relay_key,
         })
     }
 
@@ -92,25 +98,61 @@ fn restrict(_path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Runs each pending migration and records it in one `BEGIN IMMEDIATE` transaction, so two
+/// processes opening a fresh file at once apply each migration once.
 fn migrate(connection: &Connection) -> rusqlite::Result<()> {
     connection.execute_batch(MIGRATIONS_TABLE)?;
     for (version, sql) in MIGRATIONS {
-        let applied: Option<i64> = connection
-            .query_row(
-                "SELECT version FROM schema_migrations WHERE version = ?1",
-                params![version],
-                |row| row.get(0),
-            )
-            .optional()?;
-        if applied.is_none() {
-            connection.execute_batch(&format!("BEGIN; {sql}; COMMIT;"))?;
-            connection.execute(
-                "INSERT INTO schema_migrations (version, applied_at_ms) VALUES (?1, ?2)",
-                params![version, now_ms()],
-            )?;
+        connection.execute_batch("BEGIN IMMEDIATE")?;
+        let applied = (|| -> rusqlite::Result<()> {
+            let applied: Option<i64> = connection
+                .query_row(
+                    "SELECT version FROM schema_migrations WHERE version = ?1",
+                    params![version],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if applied.is_none() {
+                connection.execute_batch(sql)?;
+                connection.execute(
+                    "INSERT INTO schema_migrations (version, applied_at_ms) VALUES (?1, ?2)",
+                    params![version, now_ms()],
+                )?;
+            }
+            Ok(())
+        })();
+        match applied {
+            Ok(()) => connection.execute_batch("COMMIT")?,
+            Err(error) => {
+                // The transaction's own error is the one worth reporting.
+                let _rolled_back = connection.execute_batch("ROLLBACK");
+                return Err(error);
+            }
         }
     }
     Ok(())
+}
+
+/// The relay of one process: SQLite serves a single replica, so an in-memory map of listeners
+/// (keyed by database file and replica, shared by every store opened on that file in this
+/// process) is enough; bodies posted while nobody listens wait in the map.
+#[derive(Debug, Default)]
+struct RelaySlot {
+    listener: Option<mpsc::Sender<String>>,
+    pending: Vec<String>,
+}
+
+type RelayMap = Mutex<HashMap<(PathBuf, String), RelaySlot>>;
+
+fn relay_map() -> &'static RelayMap {
+    static MAP: OnceLock<RelayMap> = OnceLock::new();
+    MAP.get_or_init(RelayMap::default)
+}
+
+fn lock_relay() -> MutexGuard<'static, HashMap<(PathBuf, String), RelaySlot>> {
+    relay_map()
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
 }
 
 fn api_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRecord> {
@@ -410,6 +452,114 @@ impl ServerStore for SqliteStore {
                 .map_err(database)?
                 .collect::<Result<_, _>>()
                 .map_err(database)
+        })
+    }
+
+    fn lease_device(
+        &self,
+        candidates: Vec<String>,
+        holder: String,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<String>, StoreError>> {
+        self.run(move |connection| {
+            // One upsert per candidate: it takes a free or expired row and leaves a live one
+            // alone, atomically (SQLite writes one at a time).
+            for device_id in candidates {
+                let taken = connection
+                    .execute(
+                        "INSERT INTO device_leases (device_id, holder, leased_at_ms, until_ms)
+                         VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (device_id) DO UPDATE SET holder = excluded.holder,
+                             leased_at_ms = excluded.leased_at_ms, until_ms = excluded.until_ms
+                         WHERE device_leases.until_ms <= ?3",
+                        params![device_id, holder, now_ms, until_ms],
+                    )
+                    .map_err(database)?;
+                if taken > 0 {
+                    return Ok(Some(device_id));
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    fn release_lease(
+        &self,
+        device_id: String,
+        holder: String,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.run(move |connection| {
+            let changed = connection
+                .execute(
+                    "DELETE FROM device_leases WHERE device_id = ?1 AND holder = ?2",
+                    params![device_id, holder],
+                )
+                .map_err(database)?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn lease_holder(
+        &self,
+        device_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<String>, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    "SELECT holder FROM device_leases WHERE device_id = ?1 AND until_ms > ?2",
+                    params![device_id, now_ms],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(database)
+        })
+    }
+
+    fn relay_post(
+        &self,
+        to_replica: String,
+        body: String,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let key = (self.path.clone(), to_replica);
+        Box::pin(async move {
+            let listener = {
+                let mut map = lock_relay();
+                let slot = map.entry(key.clone()).or_default();
+                match &slot.listener {
+                    Some(listener) if !listener.is_closed() => listener.clone(),
+                    _ => {
+                        slot.listener = None;
+                        slot.pending.push(body);
+                        return Ok(());
+                    }
+                }
+            };
+            if let Err(mpsc::error::SendError(body)) = listener.send(body).await {
+                // The listener went away meanwhile: keep the body for the next one.
+                lock_relay().entry(key).or_default().pending.push(body);
+            }
+            Ok(())
+        })
+    }
+
+    fn relay_listen(
+        &self,
+        replica: String,
+    ) -> BoxFuture<'_, Result<mpsc::Receiver<String>, StoreError>> {
+        let key = (self.path.clone(), replica);
+        Box::pin(async move {
+            let mut map = lock_relay();
+            let slot = map.entry(key).or_default();
+            let pending = std::mem::take(&mut slot.pending);
+            let (sender, receiver) = mpsc::channel(RELAY_BUFFER + pending.len());
+            for body in pending {
+                // The channel is new and sized for these, so none is refused.
+                let _queued = sender.try_send(body);
+            }
+            slot.listener = Some(sender);
+            Ok(receiver)
         })
     }
 }
