@@ -79,6 +79,14 @@ impl ServerState {
         let replica_id = crate::credential::record_id("r_")
             .map_err(|error| anyhow::anyhow!("OS random source: {error}"))?;
         let hub = crate::hub::Hub::new(store.clone(), replica_id.clone());
+        {
+            let hub = hub.clone();
+            tokio::spawn(async move {
+                if let Err(error) = hub.serve_relay().await {
+                    tracing::error!(%error, "the replica relay stopped: commands for machines on other replicas fail");
+                }
+            });
+        }
         Ok(Arc::new(Self {
             config,
             store,

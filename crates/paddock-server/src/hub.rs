@@ -102,15 +102,124 @@ impl Hub {
         lock(&self.connected).len()
     }
 
-    /// Sends `command` to machine `machine_id` and waits for its answer.
+    /// Sends `command` to machine `machine_id` — over its control connection when this replica
+    /// holds it, else through the replica that does — and waits for its answer.
     async fn command(&self, machine_id: &str, command: HostCommand) -> Result<Value, ToolError> {
+        let local = lock(&self.connected).contains_key(machine_id);
+        if local {
+            return self.command_local(machine_id, command).await;
+        }
+        let presences = self.store.presences().await.map_err(store_error)?;
+        let holder = presences.into_iter().find(|presence| {
+            presence.machine_id == machine_id
+                && presence.connected
+                && presence.replica_id != self.replica_id
+                && now_ms() - presence.updated_at_ms < PRESENCE_FRESH_MS
+        });
+        match holder {
+            Some(presence) => {
+                self.command_relayed(&presence.replica_id, machine_id, command)
+                    .await
+            }
+            None => Err(not_connected(machine_id)),
+        }
+    }
+
+    /// Asks replica `replica` to send `command` to the machine connected there.
+    async fn command_relayed(
+        &self,
+        replica: &str,
+        machine_id: &str,
+        command: HostCommand,
+    ) -> Result<Value, ToolError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (answer_tx, answer) = oneshot::channel();
+        lock(&self.pending).insert(id, answer_tx);
+        let _pending = PendingGuard { hub: self, id };
+        let body = serde_json::to_string(&Relayed::Command {
+            reply_to: self.replica_id.clone(),
+            id,
+            machine_id: machine_id.to_owned(),
+            command,
+        })
+        .map_err(|error| upstream(error.to_string()))?;
+        self.store
+            .relay_post(replica.to_owned(), body)
+            .await
+            .map_err(store_error)?;
+        match tokio::time::timeout(COMMAND_TIMEOUT, answer).await {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => Err(frame_error(error)),
+            Ok(Err(_)) | Err(_) => Err(upstream(format!(
+                "machine `{machine_id}` (connected to replica `{replica}`) did not answer within {} s",
+                COMMAND_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
+    /// Serves the relay: commands other replicas send for the machines connected here, and
+    /// the answers to the commands this replica relayed. Runs while the server does.
+    pub async fn serve_relay(self: Arc<Self>) -> Result<(), StoreError> {
+        let mut bodies = self.store.relay_listen(self.replica_id.clone()).await?;
+        while let Some(body) = bodies.recv().await {
+            match serde_json::from_str::<Relayed>(&body) {
+                Ok(Relayed::Command {
+                    reply_to,
+                    id,
+                    machine_id,
+                    command,
+                }) => {
+                    let hub = self.clone();
+                    tokio::spawn(async move {
+                        let outcome = hub.command_local(&machine_id, command).await;
+                        let (result, error) = match outcome {
+                            Ok(value) => (Some(value), None),
+                            Err(error) => (
+                                None,
+                                Some(FrameError {
+                                    code: error.code.as_str().to_owned(),
+                                    message: error.message.clone(),
+                                }),
+                            ),
+                        };
+                        let reply = Relayed::Reply { id, result, error };
+                        if let Ok(body) = serde_json::to_string(&reply)
+                            && let Err(error) = hub.store.relay_post(reply_to, body).await
+                        {
+                            warn!(%error, "could not relay an answer back");
+                        }
+                    });
+                }
+                Ok(Relayed::Reply { id, result, error }) => {
+                    let waiter = lock(&self.pending).remove(&id);
+                    if let Some(waiter) = waiter {
+                        let _ = waiter.send(match (result, error) {
+                            (_, Some(error)) => Err(error),
+                            (Some(result), None) => Ok(result),
+                            (None, None) => Err(FrameError {
+                                code: "upstream_error".into(),
+                                message: "an empty relayed answer".into(),
+                            }),
+                        });
+                    }
+                }
+                Err(error) => warn!(%error, "unreadable relay message"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `command` over this replica's control connection to `machine_id`.
+    async fn command_local(
+        &self,
+        machine_id: &str,
+        command: HostCommand,
+    ) -> Result<Value, ToolError> {
         let outbox = lock(&self.connected)
             .get(machine_id)
             .map(|connected| connected.outbox.clone());
         let Some(outbox) = outbox else {
-            return Err(upstream(format!(
-                "machine `{machine_id}` is not connected to the server; its daemon may be stopped or unreachable (it reconnects by itself when it comes back)"
-            )));
+            return Err(not_connected(machine_id));
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer_tx, answer) = oneshot::channel();
@@ -492,6 +601,32 @@ impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         lock(&self.hub.pending).remove(&self.id);
     }
+}
+
+/// What replicas send each other over the store's relay.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Relayed {
+    /// Send `command` to `machine_id` (connected to the receiving replica) and answer to
+    /// `reply_to` with the same `id`.
+    #[serde(rename_all = "camelCase")]
+    Command {
+        reply_to: String,
+        id: u64,
+        machine_id: String,
+        command: HostCommand,
+    },
+    Reply {
+        id: u64,
+        result: Option<Value>,
+        error: Option<FrameError>,
+    },
+}
+
+fn not_connected(machine_id: &str) -> ToolError {
+    upstream(format!(
+        "machine `{machine_id}` is not connected to the server; its daemon may be stopped or unreachable (it reconnects by itself when it comes back)"
+    ))
 }
 
 fn frame_error(error: FrameError) -> ToolError {

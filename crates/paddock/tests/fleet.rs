@@ -354,3 +354,45 @@ fn a_task_runs_through_the_server_on_the_daemon_that_holds_a_free_device() {
     assert!(error_text(&report, "unknown").starts_with("[not_found]"));
     assert!(error_text(&report, "badId").starts_with("[not_found]"));
 }
+
+#[test]
+fn two_replicas_on_postgresql_serve_a_daemon_joined_to_either() {
+    let cluster = paddock_testkit::postgres::PgCluster::start().unwrap();
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    servers
+        .set_env("PADDOCK_SERVER_DATABASE", cluster.url())
+        .set_env("PADDOCK_SERVER_POLICY_PROFILE", "full");
+    let replica_a = servers.spawn(&[]).unwrap();
+    let replica_b = servers.spawn(&[]).unwrap();
+    assert!(
+        replica_a.log_text().contains("store=\"postgres\""),
+        "{}",
+        replica_a.log_text()
+    );
+    let key = servers.create_key("replicas", "full").unwrap();
+    let app = FixtureApp::start().unwrap();
+    let fixture = format!("fixture={}", app.url("/"));
+    let daemon = DaemonHarness::new(BIN).unwrap();
+    daemon
+        .start_detached(&["--web-warm", "1", "--web-app", &fixture])
+        .unwrap();
+    // Joined to replica A; every call below goes to replica B.
+    let machine = join(&servers, &replica_a, &daemon, "on-a");
+    let report = check(&replica_b, &key, &["drive", &machine, "fixture"]);
+    assert!(
+        report["uiAfter"].as_str().unwrap().contains("Item 1"),
+        "{report}"
+    );
+    ok(&report, "screenshot");
+    ok(&report, "reset");
+    assert!(
+        replica_b
+            .log_text()
+            .contains("\"toolName\":\"device_action\"")
+    );
+    assert!(
+        !replica_b.log_text().contains("daemon connected"),
+        "the daemon's connection is replica A's"
+    );
+    assert!(replica_a.log_text().contains("daemon connected"));
+}
