@@ -7,7 +7,7 @@ use std::sync::Arc;
 use paddock_store::Store;
 use paddock_tools::audit::MemoryAuditSink;
 use paddock_tools::backend::NoDevices;
-use paddock_tools::catalog::builtin;
+use paddock_tools::catalog::{builtin, fleet};
 use paddock_tools::discovery::SelectionInput;
 use paddock_tools::{
     AuthContext, Policy, PolicyProfile, ProcessOptions, Registry, RegistryConfig, StartupSelection,
@@ -54,6 +54,80 @@ fn omitted_by_default() -> Vec<String> {
         })
         .map(|tool| tool.def.name.to_owned())
         .collect()
+}
+
+/// The fleet server's surface (spec 002's names) under `profile`.
+fn fleet_surface(profile: PolicyProfile) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("paddock.db")).unwrap());
+    let registry = Registry::new(RegistryConfig {
+        catalog: fleet(),
+        startup: StartupSelection::default(),
+        process_options: ProcessOptions { debug: false },
+        store,
+        audit: Arc::new(MemoryAuditSink::default()),
+        info: Arc::new(|| serde_json::json!({})),
+    });
+    let ctx = ToolCtx {
+        auth: AuthContext::local_owner("uid:1000"),
+        policy: Arc::new(Policy::for_profile(profile, registry.catalog())),
+        profile: "api_key:k_1".into(),
+        session: None,
+        backend: Arc::new(NoDevices),
+        tasks: None,
+        recorder: None,
+        fleet: None,
+    };
+    serde_json::to_value(registry.listed_tools(&ctx, None)).unwrap()
+}
+
+#[test]
+fn fleet_full_surface() {
+    let tools = fleet_surface(PolicyProfile::Full);
+    assert_eq!(tools.as_array().map(Vec::len), Some(fleet().len()));
+    insta::assert_json_snapshot!(tools);
+}
+
+/// Names and narrowed operations only: the schemas are pinned by the full surface.
+#[test]
+fn fleet_profiles_narrow_as_spec_002_says() {
+    let names = |profile| -> Vec<String> {
+        fleet_surface(profile)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let no_commerce = names(PolicyProfile::NoCommerce);
+    assert!(!no_commerce.contains(&"create_device".to_owned()));
+    assert!(!no_commerce.contains(&"terminate_device".to_owned()));
+    assert!(no_commerce.contains(&"device_action".to_owned()));
+    let readonly = names(PolicyProfile::Readonly);
+    for write in [
+        "device_action",
+        "run_task",
+        "stop_task",
+        "send_task_message",
+        "create_device",
+    ] {
+        assert!(
+            !readonly.contains(&write.to_owned()),
+            "{write} under readonly"
+        );
+    }
+    for read in [
+        "list_devices",
+        "get_task",
+        "manage_device",
+        "configure_device",
+    ] {
+        assert!(
+            readonly.contains(&read.to_owned()),
+            "{read} missing under readonly"
+        );
+    }
+    insta::assert_json_snapshot!(readonly);
 }
 
 #[test]
@@ -119,7 +193,7 @@ fn derivation_leftovers(schema: &Value, path: &str, found: &mut Vec<String>) {
 
 #[test]
 fn derived_schemas_are_plain_closed_objects() {
-    for tool in builtin() {
+    for tool in builtin().into_iter().chain(fleet()) {
         let schema = Value::Object((*tool.input_schema).clone());
         let name = tool.def.name;
         assert_eq!(schema["type"], "object", "{name}: {schema}");
@@ -135,6 +209,7 @@ fn derived_schemas_are_plain_closed_objects() {
 fn a_bundle_schema_offers_exactly_its_operations() {
     let bundles: Vec<_> = builtin()
         .into_iter()
+        .chain(fleet())
         .filter(|tool| tool.def.is_bundle())
         .collect();
     assert!(!bundles.is_empty());
@@ -154,7 +229,7 @@ fn a_bundle_schema_offers_exactly_its_operations() {
 
 #[test]
 fn tool_names_are_unique() {
-    let catalog = builtin();
+    let catalog: Vec<_> = builtin().into_iter().chain(fleet()).collect();
     let names: std::collections::BTreeSet<&str> =
         catalog.iter().map(|tool| tool.def.name).collect();
     assert_eq!(names.len(), catalog.len(), "{names:?}");

@@ -88,6 +88,27 @@ fn every_crate_is_described_in_both_maps() {
 }
 
 #[test]
+fn readme_and_contract_list_exactly_the_fleet_tools() {
+    let registered: Vec<String> = paddock_tools::catalog::fleet()
+        .iter()
+        .map(|tool| tool.def.name.to_owned())
+        .collect();
+    let readme = first_column(&read("README.md"), "| fleet tool |");
+    assert_same("README's fleet tool table", &readme, &registered);
+    let contract = read("crates/paddock-tools/CONTRACT.md");
+    let surface: Vec<String> = contract
+        .lines()
+        .skip_while(|line| *line != "## Fleet surface")
+        .skip(1)
+        .take_while(|line| !line.starts_with("## "))
+        .filter_map(|line| line.strip_prefix("- `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(surface, registered, "CONTRACT.md's fleet surface, in order");
+}
+
+#[test]
 fn readme_and_contract_list_exactly_the_registered_tools() {
     let registered: Vec<String> = paddock_tools::catalog::builtin()
         .iter()
