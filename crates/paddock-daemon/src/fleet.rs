@@ -447,7 +447,7 @@ impl FleetLinkHost {
             self.pool.clone(),
             out_tx.clone(),
         )));
-        let outcome = loop {
+        loop {
             let message = match tokio::time::timeout(SILENCE_LIMIT, stream.next()).await {
                 Err(_) => break Err("the server went silent".to_owned()),
                 Ok(None) => break Ok(()),
@@ -486,8 +486,7 @@ impl FleetLinkHost {
             if writer.0.is_finished() {
                 break Err("the connection's writer stopped".to_owned());
             }
-        };
-        outcome
+        }
     }
 
     /// The fleet's session of `device_id`, bound to the device on first use.

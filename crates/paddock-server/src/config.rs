@@ -28,6 +28,8 @@ pub const SETTINGS: &[(&str, &str)] = &[
     ("PADDOCK_SERVER_RATE_LIMIT_PER_KEY_PER_MIN", "60"),
     ("PADDOCK_SERVER_RATE_LIMIT_PER_IP_PER_MIN", "120"),
     ("PADDOCK_SERVER_TRUST_PROXY", "false"),
+    ("PADDOCK_SERVER_TLS_CERT", "unset (plain HTTP)"),
+    ("PADDOCK_SERVER_TLS_KEY", "unset (plain HTTP)"),
 ];
 
 /// A setting that does not parse.
@@ -68,6 +70,8 @@ pub struct ServerConfig {
     pub rate_limit_per_key_per_min: u32,
     pub rate_limit_per_ip_per_min: u32,
     pub trust_proxy: bool,
+    /// HTTPS: the PEM certificate chain and private key (both or neither).
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl ServerConfig {
@@ -107,7 +111,32 @@ impl ServerConfig {
             Some(text) => resource_url(&text)?,
             None => format!("http://localhost:{}", listen.port()),
         };
+        let tls = match (
+            env("PADDOCK_SERVER_TLS_CERT"),
+            env("PADDOCK_SERVER_TLS_KEY"),
+        ) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => {
+                let pair = (PathBuf::from(cert), PathBuf::from(key));
+                crate::tls::server_config(&pair.0, &pair.1)
+                    .map_err(|message| ConfigError::new("PADDOCK_SERVER_TLS_CERT", message))?;
+                Some(pair)
+            }
+            (Some(_), None) => {
+                return Err(ConfigError::new(
+                    "PADDOCK_SERVER_TLS_KEY",
+                    "missing: HTTPS needs both the certificate and its key",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "PADDOCK_SERVER_TLS_CERT",
+                    "missing: HTTPS needs both the certificate and its key",
+                ));
+            }
+        };
         Ok(Self {
+            tls,
             listen,
             database,
             state_dir,

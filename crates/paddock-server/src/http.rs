@@ -320,13 +320,27 @@ pub async fn serve(
         .with_context(|| format!("could not listen on {}", state.config.listen))?;
     let address = listener.local_addr()?;
     info!(%address, policy = %state.policy.name(), database = %state.config.database.display(), store = state.store.kind(), "paddock server listening");
-    // The listening line on stderr, for scripts and tests that asked for port 0.
-    eprintln!("paddock server listening on http://{address}");
     let app = router(&state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("the server stopped")?;
+    match &state.config.tls {
+        Some((cert, key)) => {
+            let config = crate::tls::server_config(cert, key).map_err(anyhow::Error::msg)?;
+            let listener = crate::tls::TlsListener::new(listener, config)?;
+            // The listening line on stderr, for scripts and tests that asked for port 0.
+            eprintln!("paddock server listening on https://{address}");
+            use axum::serve::ListenerExt as _;
+            axum::serve(listener.tap_io(|_| {}), app)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .context("the server stopped")?;
+        }
+        None => {
+            eprintln!("paddock server listening on http://{address}");
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .context("the server stopped")?;
+        }
+    }
     state.registry.flush_audit();
     Ok(())
 }

@@ -337,7 +337,9 @@ impl Hub {
         let replaced = lock(&self.connected).insert(
             machine.id.clone(),
             Connected {
-                outbox: outbox.clone(),
+                // The map holds the only sender: removing the entry (a replaced key) ends the
+                // writer, which closes the socket.
+                outbox,
                 generation,
             },
         );

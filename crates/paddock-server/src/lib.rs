@@ -13,5 +13,6 @@ pub mod http;
 pub mod hub;
 pub mod limits;
 pub mod store;
+pub mod tls;
 
 pub use config::{ConfigError, Flags, ServerConfig};

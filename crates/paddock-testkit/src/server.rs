@@ -23,6 +23,8 @@ pub struct ServerHarness {
 #[derive(Debug, Clone)]
 pub struct RunningServer {
     pub pid: u32,
+    /// It serves HTTPS (`PADDOCK_SERVER_TLS_CERT`).
+    pub tls: bool,
     /// `127.0.0.1:PORT`.
     pub address: std::net::SocketAddr,
     pub log: PathBuf,
@@ -31,7 +33,8 @@ pub struct RunningServer {
 impl RunningServer {
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
     }
 
     /// Everything the server wrote to stderr so far (logs and audit lines).
@@ -148,14 +151,25 @@ impl ServerHarness {
             }
             let text = std::fs::read_to_string(&log).ok()?;
             text.lines()
-                .find_map(|line| line.strip_prefix("paddock server listening on http://"))
-                .and_then(|address| address.trim().parse().ok())
+                .find_map(|line| {
+                    let url = line.strip_prefix("paddock server listening on ")?;
+                    let (tls, address) = match url.strip_prefix("https://") {
+                        Some(address) => (true, address),
+                        None => (false, url.strip_prefix("http://")?),
+                    };
+                    Some((tls, address.trim().parse().ok()?))
+                })
                 .map(Ok)
         });
         self.children.push(child);
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         match found {
-            Ok(Ok(address)) => Ok(RunningServer { pid, address, log }),
+            Ok(Ok((tls, address))) => Ok(RunningServer {
+                pid,
+                tls,
+                address,
+                log,
+            }),
             Ok(Err(status)) => bail!("{description} exited with {status}\n{text}"),
             Err(error) => Err(error.context(format!("{description} never listened\n{text}"))),
         }

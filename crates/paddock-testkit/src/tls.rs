@@ -110,6 +110,30 @@ impl TestCa {
         Ok(Arc::new(config))
     }
 
+    /// A certificate for `names` signed by this CA and its key, written as PEM files in `dir`
+    /// (for a server that reads its own, such as `paddock server`): `(cert, key)`.
+    pub fn write_server_pem(
+        &self,
+        names: &[&str],
+        dir: &Path,
+    ) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let mut params = CertificateParams::new(
+            names
+                .iter()
+                .map(|name| (*name).to_owned())
+                .collect::<Vec<_>>(),
+        )?;
+        params.is_ca = IsCa::NoCa;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate()?;
+        let leaf = params.signed_by(&key, &self.issuer)?;
+        let cert_path = dir.join("server-cert.pem");
+        let key_path = dir.join("server-key.pem");
+        std::fs::write(&cert_path, format!("{}{}", leaf.pem(), self.issuer.pem()))?;
+        std::fs::write(&key_path, key.serialize_pem())?;
+        Ok((cert_path, key_path))
+    }
+
     /// [`Self::server_config`] for [`LOCALHOST_NAMES`].
     pub fn localhost_config(&self, alpn: &[&[u8]]) -> anyhow::Result<Arc<ServerConfig>> {
         self.server_config(LOCALHOST_NAMES, alpn)

@@ -127,8 +127,8 @@ pub fn id_matches(paths: &DaemonPaths, id: Option<&str>) -> anyhow::Result<bool>
 
 /// The reconnect of spec 004: take replacement ownership (one reconnect at a time), stop only
 /// the daemon the saved PID record names, activate, and start again — with the new key on
-/// success, with the old one when the server clearly refused (nothing changed), and not at all
-/// when the answer was ambiguous (the old key may be revoked already).
+/// success, with the old one when the server clearly refused (nothing changed; only if it was
+/// running), and not at all when the answer was ambiguous (the old key may be revoked already).
 pub async fn reconnect(
     paths: &DaemonPaths,
     args: ReconnectArgs,
@@ -167,14 +167,9 @@ pub async fn reconnect(
                 "machine `{}` has a new key; the old one no longer works",
                 answer.machine_id
             );
-            if was_running {
-                return crate::daemon_cmd::start_detached(paths, &start, logging).await;
-            }
-            eprintln!(
-                "start the daemon with `paddock daemon start --id {}`",
-                answer.machine_id
-            );
-            Ok(ExitCode::SUCCESS)
+            // Reconnecting is for running: the daemon starts with the new key even when an
+            // earlier, ambiguous attempt left it stopped.
+            crate::daemon_cmd::start_detached(paths, &start, logging).await
         }
         Err(error @ FleetError::Refused { .. }) => {
             eprintln!("error: {error}");

@@ -18,6 +18,10 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
 
 fn check(server: &RunningServer, key: &str, args: &[&str]) -> Value {
+    check_with(server, key, args, &[])
+}
+
+fn check_with(server: &RunningServer, key: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let mut command = Command::new(python());
     command
         .arg(repo_root().join("tests/clients/python/fleet_check.py"))
@@ -26,7 +30,8 @@ fn check(server: &RunningServer, key: &str, args: &[&str]) -> Value {
         .args(&args[1..])
         .env_clear()
         .env("PADDOCK_API_KEY", key)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().copied());
     let output = command.output().expect("run the Python client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -395,4 +400,206 @@ fn two_replicas_on_postgresql_serve_a_daemon_joined_to_either() {
         "the daemon's connection is replica A's"
     );
     assert!(replica_a.log_text().contains("daemon connected"));
+}
+
+/// A TCP proxy in front of `upstream` that answers the first `POST /api/daemon/activate` with a
+/// 502 itself (an ambiguous answer for the daemon) and pipes everything else through.
+fn flaky_proxy(upstream: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::io::{Read as _, Write as _};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let failed_once = std::sync::Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let failed_once = failed_once.clone();
+            std::thread::spawn(move || {
+                let mut first = [0u8; 26];
+                if client.peek(&mut first).is_err() {
+                    return;
+                }
+                if first.starts_with(b"POST /api/daemon/activate")
+                    && !failed_once.swap(true, Ordering::SeqCst)
+                {
+                    let mut request = [0u8; 4096];
+                    let _ = client.read(&mut request);
+                    let _ = client.write_all(
+                        b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                    return;
+                };
+                let (mut client_read, mut server_write) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut client_read, &mut server_write);
+                    let _ = server_write.shutdown(std::net::Shutdown::Write);
+                });
+                let (mut server_read, mut client_write) = (server, client);
+                let _ = std::io::copy(&mut server_read, &mut client_write);
+                let _ = client_write.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    address
+}
+
+/// Whether the server takes `key` as a machine key on the control route (a 401 when not).
+fn control_status(server: &RunningServer, key: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(server.address).unwrap();
+    write!(
+        stream,
+        "GET /api/daemon/control HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\n\
+         Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        server.address
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[test]
+fn reconnect_never_reuses_a_key_after_an_ambiguous_answer_and_rotates_it_after_a_clear_one() {
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    let server = servers.spawn(&[]).unwrap();
+    let daemon = DaemonHarness::new(BIN).unwrap();
+    daemon.start_detached(&[]).unwrap();
+    let machine = join(&servers, &server, &daemon, "rotating");
+    let key_file = daemon.paths().state_dir.join("fleet-machine-key");
+    let old_key = std::fs::read_to_string(&key_file).unwrap();
+    let proxy = format!("http://{}", flaky_proxy(server.address));
+    let reconnect_token = |servers: &ServerHarness| {
+        servers
+            .run(["server", "pair", "--reconnect", &machine])
+            .unwrap()
+            .success()
+            .unwrap()
+            .stdout()
+            .trim()
+            .to_owned()
+    };
+    let reconnect = |token: &str| {
+        daemon
+            .run_with_stdin(
+                ["daemon", "reconnect", "--id", &machine, "--server", &proxy],
+                format!("{token}\n").as_bytes(),
+            )
+            .unwrap()
+    };
+
+    // The 502: the daemon was stopped for the reconnect and stays stopped; its key file is
+    // untouched, and the old key is never used again by this run.
+    let first = reconnect_token(&servers);
+    let ambiguous = reconnect(&first);
+    assert_eq!(ambiguous.code(), Some(1), "{}", ambiguous.stderr());
+    assert!(
+        ambiguous.stderr().contains("stays stopped"),
+        "{}",
+        ambiguous.stderr()
+    );
+    let status = daemon.run(["daemon", "status"]).unwrap();
+    assert_eq!(status.code(), Some(3), "not running: {}", status.stdout());
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), old_key);
+
+    // A clear answer: a new key, the old one refused, the daemon running again.
+    let second = reconnect_token(&servers);
+    let rotated = reconnect(&second);
+    assert_eq!(rotated.code(), Some(0), "{}", rotated.stderr());
+    let new_key = std::fs::read_to_string(&key_file).unwrap();
+    assert_ne!(new_key, old_key);
+    assert!(control_status(&server, old_key.trim()).contains("401"));
+    assert!(control_status(&server, new_key.trim()).contains("101"));
+    let status = daemon.run(["daemon", "status"]).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "running: {}\n{}",
+        status.stderr(),
+        rotated.stderr()
+    );
+
+    // A refused token (already used): nothing changed, so the daemon restarts with its key.
+    let refused = reconnect(&second);
+    assert_eq!(refused.code(), Some(1), "{}", refused.stderr());
+    assert!(
+        refused.stderr().contains("keeps its current key"),
+        "{}",
+        refused.stderr()
+    );
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), new_key);
+    let status = daemon.run(["daemon", "status"]).unwrap();
+    assert_eq!(status.code(), Some(0), "running again: {}", status.stderr());
+    // The reconnect tokens never reached a log.
+    for token in [&first, &second] {
+        assert!(!server.log_text().contains(token.as_str()));
+    }
+}
+
+#[test]
+fn a_daemon_joins_over_https_and_wss_trusting_a_private_ca() {
+    let ca = paddock_testkit::tls::TestCa::new().unwrap();
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    let (cert, key_file) = ca
+        .write_server_pem(&["localhost", "127.0.0.1"], servers.root())
+        .unwrap();
+    servers
+        .set_env("PADDOCK_SERVER_TLS_CERT", &cert)
+        .set_env("PADDOCK_SERVER_TLS_KEY", &key_file);
+    let server = servers.spawn(&[]).unwrap();
+    assert!(server.tls && server.url().starts_with("https://"));
+    let key = servers.create_key("tls", "readonly").unwrap();
+    let url = format!("https://localhost:{}", server.address.port());
+
+    // Without the CA the certificate is refused, and nothing is stored.
+    let untrusting = DaemonHarness::new(BIN).unwrap();
+    let token = servers
+        .run(["server", "pair"])
+        .unwrap()
+        .success()
+        .unwrap()
+        .stdout();
+    let refused = untrusting
+        .run_with_stdin(["daemon", "join", "--server", &url], token.as_bytes())
+        .unwrap();
+    assert_eq!(refused.code(), Some(1), "{}", refused.stderr());
+    assert!(
+        refused.stderr().contains("SSL_CERT_FILE"),
+        "{}",
+        refused.stderr()
+    );
+    assert!(!untrusting.paths().state_dir.join("fleet.json").exists());
+
+    let mut daemon = DaemonHarness::new(BIN).unwrap();
+    daemon.set_env("SSL_CERT_FILE", ca.pem_path());
+    daemon.start_detached(&["--web-warm", "1"]).unwrap();
+    let token = servers
+        .run(["server", "pair"])
+        .unwrap()
+        .success()
+        .unwrap()
+        .stdout();
+    let machine = daemon
+        .run_with_stdin(["daemon", "join", "--server", &url], token.as_bytes())
+        .unwrap()
+        .success()
+        .unwrap()
+        .stdout()
+        .trim()
+        .to_owned();
+    let ca_path = ca.pem_path().to_string_lossy().into_owned();
+    let report = check_with(
+        &server,
+        &key,
+        &["online", &machine, "web-none"],
+        &[("SSL_CERT_FILE", ca_path.as_str())],
+    );
+    assert_eq!(report["device"]["online"], true, "{report}");
+    assert_eq!(report["ui"]["isError"], false, "{}", report["ui"]);
+    assert!(server.log_text().contains("daemon connected"));
 }
