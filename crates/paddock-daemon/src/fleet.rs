@@ -84,7 +84,7 @@ impl FleetError {
 
 /// A server URL taken apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct ServerUrl {
+pub struct ServerUrl {
     tls: bool,
     host: String,
     port: u16,
@@ -93,7 +93,7 @@ struct ServerUrl {
 }
 
 impl ServerUrl {
-    fn parse(text: &str) -> Result<Self, FleetError> {
+    pub fn parse(text: &str) -> Result<Self, FleetError> {
         let bad = || FleetError::BadUrl(text.to_owned());
         let (tls, rest) = if let Some(rest) = text.strip_prefix("https://") {
             (true, rest)
@@ -130,6 +130,24 @@ impl ServerUrl {
         })
     }
 
+    /// The URL as given, without a trailing slash.
+    pub fn display(&self) -> String {
+        format!(
+            "{}://{}{}",
+            if self.tls { "https" } else { "http" },
+            self.authority(),
+            self.prefix
+        )
+    }
+
+    /// The same server with `path` appended to its prefix.
+    pub fn join(&self, path: &str) -> Self {
+        Self {
+            prefix: format!("{}{}", self.prefix, path.trim_end_matches('/')),
+            ..self.clone()
+        }
+    }
+
     fn authority(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
@@ -148,12 +166,7 @@ async fn connect(
     tls: &Arc<rustls::ClientConfig>,
 ) -> Result<Box<dyn Stream>, FleetError> {
     let unreachable = |reason: String| FleetError::Unreachable {
-        url: format!(
-            "{}://{}{}",
-            if url.tls { "https" } else { "http" },
-            url.authority(),
-            url.prefix
-        ),
+        url: url.display(),
         reason,
     };
     let tcp = tokio::time::timeout(
@@ -198,37 +211,14 @@ pub async fn activate(
         reason: error.to_string(),
     })?;
     let exchange = async {
-        let stream = connect(&url, tls).await?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|error| FleetError::Unreachable {
-                    url: server.to_owned(),
-                    reason: error.to_string(),
-                })?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let request = http::Request::post(format!("{}{ACTIVATE_PATH}", url.prefix))
-            .header(http::header::HOST, url.authority())
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(http_body_util::Full::new(bytes_of(body)))
-            .map_err(|error| FleetError::BadUrl(format!("{server}: {error}")))?;
-        // From here on, the server may have used the token even if no answer arrives.
-        let response =
-            sender
-                .send_request(request)
-                .await
-                .map_err(|error| FleetError::Ambiguous {
-                    reason: format!("the connection failed mid-request: {error}"),
-                })?;
-        let status = response.status();
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .map_err(|error| FleetError::Ambiguous {
-                reason: format!("the answer was cut off: {error}"),
-            })?
-            .to_bytes();
+        let (status, body) = post(
+            &url,
+            ACTIVATE_PATH,
+            &[(http::header::CONTENT_TYPE, "application/json".to_owned())],
+            body,
+            tls,
+        )
+        .await?;
         if status.is_success() {
             return serde_json::from_slice::<ActivateResponse>(&body).map_err(|error| {
                 FleetError::Ambiguous {
@@ -259,8 +249,49 @@ pub async fn activate(
     }
 }
 
-fn bytes_of(body: Vec<u8>) -> hyper::body::Bytes {
-    hyper::body::Bytes::from(body)
+/// One `POST` of `body` to `path` under the server's URL, on a connection of its own; the
+/// status and the whole answer. Once the request is sent, a failure is ambiguous: the server
+/// may have acted on it.
+pub async fn post(
+    url: &ServerUrl,
+    path: &str,
+    headers: &[(http::HeaderName, String)],
+    body: Vec<u8>,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(http::StatusCode, hyper::body::Bytes), FleetError> {
+    let stream = connect(url, tls).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|error| FleetError::Unreachable {
+                url: url.display(),
+                reason: error.to_string(),
+            })?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut request = http::Request::post(format!("{}{path}", url.prefix))
+        .header(http::header::HOST, url.authority());
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let request = request
+        .body(http_body_util::Full::new(hyper::body::Bytes::from(body)))
+        .map_err(|error| FleetError::BadUrl(format!("{}: {error}", url.display())))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|error| FleetError::Ambiguous {
+            reason: format!("the connection failed mid-request: {error}"),
+        })?;
+    let status = response.status();
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .map_err(|error| FleetError::Ambiguous {
+            reason: format!("the answer was cut off: {error}"),
+        })?
+        .to_bytes();
+    Ok((status, body))
 }
 
 /// This machine's hostname, for the server's machine list.

@@ -52,6 +52,13 @@ enum ServerCommand {
         #[command(flatten)]
         database: DatabaseArg,
     },
+    /// Bridges a stdio MCP client to a remote server's `/mcp`, with the API key from
+    /// `PADDOCK_API_KEY` (`claude mcp add fleet -e PADDOCK_API_KEY=… -- paddock server mcp --url …`).
+    Mcp {
+        /// The server's URL (`https://HOST[:PORT]`; `/mcp` is added when it is not there).
+        #[arg(long)]
+        url: String,
+    },
     /// Lists the paired machines.
     Machines {
         /// One JSON object per machine.
@@ -109,6 +116,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             database,
         }) => pair(name, reconnect, database).await,
         Some(ServerCommand::Machines { json, database }) => machines(json, database).await,
+        Some(ServerCommand::Mcp { url }) => bridge(&url).await,
     }
 }
 
@@ -293,4 +301,116 @@ async fn keys(command: KeysCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+/// `paddock server mcp`: each JSON-RPC line on stdin is POSTed to the server's `/mcp`; each
+/// answer goes to stdout as one line. Notifications get no line back. An HTTP refusal (a 401,
+/// a 429) becomes a JSON-RPC error for the request, so the client sees why.
+async fn bridge(url: &str) -> anyhow::Result<ExitCode> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let Some(key) = env("PADDOCK_API_KEY") else {
+        eprintln!("error: `PADDOCK_API_KEY` is not set");
+        eprintln!("hint: create a key on the server with `paddock server keys create --name NAME`");
+        return Ok(ExitCode::FAILURE);
+    };
+    let key = paddock_client::SecretString::new(key);
+    let base = paddock_daemon::fleet::ServerUrl::parse(url.trim_end_matches("/mcp"))?;
+    let trust = paddock_credentials::UpstreamTrust::from_env();
+    let tls = std::sync::Arc::new(
+        paddock_credentials::tls_client_config(&trust, true)
+            .context("could not load the trusted certificate authorities")?,
+    );
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let mut version: Option<String> = None;
+    while let Some(line) = lines.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message: Option<serde_json::Value> = serde_json::from_str(&line).ok();
+        let id = message
+            .as_ref()
+            .and_then(|message| message.get("id"))
+            .cloned();
+        let mut headers = vec![
+            (http::header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                http::header::ACCEPT,
+                "application/json, text/event-stream".to_owned(),
+            ),
+            (
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", key.expose_secret()),
+            ),
+        ];
+        if let Some(version) = &version {
+            headers.push((
+                http::HeaderName::from_static("mcp-protocol-version"),
+                version.clone(),
+            ));
+        }
+        let answer =
+            paddock_daemon::fleet::post(&base, "/mcp", &headers, line.into_bytes(), &tls).await;
+        let reply = match answer {
+            Ok((status, body)) if status.is_success() => {
+                if body.is_empty() {
+                    None
+                } else {
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or_else(|_| {
+                            rpc_error(
+                                id.as_ref(),
+                                &format!("the server's answer was not JSON (HTTP {status})"),
+                            )
+                        });
+                    if let Some(negotiated) = body
+                        .pointer("/result/protocolVersion")
+                        .and_then(serde_json::Value::as_str)
+                    {
+                        version = Some(negotiated.to_owned());
+                    }
+                    Some(body)
+                }
+            }
+            Ok((status, body)) => {
+                let parsed: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+                match parsed {
+                    // A JSON-RPC error from the MCP layer passes through as it is.
+                    Some(body) if body.get("jsonrpc").is_some() => Some(body),
+                    other => {
+                        let reason = other
+                            .as_ref()
+                            .and_then(|body| {
+                                body.pointer("/error/message").or_else(|| body.get("error"))
+                            })
+                            .and_then(serde_json::Value::as_str)
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| {
+                                String::from_utf8_lossy(&body).chars().take(300).collect()
+                            });
+                        id.as_ref().map(|id| {
+                            rpc_error(Some(id), &format!("HTTP {}: {reason}", status.as_u16()))
+                        })
+                    }
+                }
+            }
+            Err(error) => id
+                .as_ref()
+                .map(|id| rpc_error(Some(id), &error.to_string())),
+        };
+        if let Some(reply) = reply {
+            stdout.write_all(reply.to_string().as_bytes()).await?;
+            stdout.write_all(b"\n").await?;
+            stdout.flush().await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rpc_error(id: Option<&serde_json::Value>, message: &str) -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.cloned().unwrap_or(serde_json::Value::Null),
+        "error": { "code": -32000, "message": message },
+    })
 }

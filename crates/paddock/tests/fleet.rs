@@ -207,6 +207,24 @@ fn a_joined_daemons_device_is_driven_through_the_server_and_goes_offline_with_it
         "{created}"
     );
 
+    // A stdio client reaches the same fleet through `paddock server mcp`.
+    let bridged = check(&server, &key, &["stdio", BIN]);
+    assert!(
+        bridged["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|device| device["machine_id"] == machine.as_str()),
+        "{bridged}"
+    );
+    assert!(bridged["tools"].to_string().contains("device_action"));
+    assert!(
+        bridged["unknown"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[not_found]")
+    );
+
     // The daemon stops: its devices are offline and calls to them fail typed.
     daemon.run(["daemon", "stop"]).unwrap().success().unwrap();
     let offline = check(&server, &key, &["offline", &machine]);

@@ -3,6 +3,7 @@ daemon's web device listed, driven and read through `paddock server`.
 
 Usage:
   fleet_check.py drive <server-url> <machine-id> <app-id>
+  fleet_check.py stdio <server-url> <paddock-binary>
   fleet_check.py task <server-url> <machine-id> <app-id>
   fleet_check.py offline <server-url> <machine-id>
   fleet_check.py online <server-url> <machine-id> <old-device-id>
@@ -201,8 +202,32 @@ async def task(client: Client, machine: str, app: str) -> dict:
     return report
 
 
+async def stdio(server: str, binary: str) -> dict:
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=binary,
+        args=["server", "mcp", "--url", server],
+        env={"PADDOCK_API_KEY": os.environ["PADDOCK_API_KEY"], "PATH": os.environ.get("PATH", "")},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            client = Client(session)
+            tools = await session.list_tools()
+            return {
+                "tools": sorted(tool.name for tool in tools.tools),
+                "devices": await client.devices(),
+                "unknown": await client.call("get_device", {"device_id": "web-nope"}),
+            }
+
+
 async def main() -> None:
     phase, server = sys.argv[1], sys.argv[2]
+    if phase == "stdio":
+        print(json.dumps(await stdio(server, sys.argv[3])))
+        return
     key = os.environ["PADDOCK_API_KEY"]
     async with create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http:
         async with streamable_http_client(f"{server}/mcp", http_client=http, terminate_on_close=False) as (
