@@ -226,6 +226,7 @@ mod tests {
             rate_limit_per_key_per_min: 1,
             rate_limit_per_ip_per_min: 1,
             trust_proxy: false,
+            tls: None,
         }
     }
 
