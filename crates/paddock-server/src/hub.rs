@@ -61,7 +61,9 @@ pub struct Hub {
     store: Arc<dyn ServerStore>,
     replica_id: String,
     connected: Mutex<HashMap<String, Connected>>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    /// Commands waiting for an answer: the machine they went to (`None` for a relayed one,
+    /// which the other replica answers) and the waiter.
+    pending: Mutex<HashMap<u64, (Option<String>, oneshot::Sender<Reply>)>>,
     next_id: AtomicU64,
 }
 
@@ -134,7 +136,7 @@ impl Hub {
     ) -> Result<Value, ToolError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer_tx, answer) = oneshot::channel();
-        lock(&self.pending).insert(id, answer_tx);
+        lock(&self.pending).insert(id, (None, answer_tx));
         let _pending = PendingGuard { hub: self, id };
         let body = serde_json::to_string(&Relayed::Command {
             reply_to: self.replica_id.clone(),
@@ -192,7 +194,7 @@ impl Hub {
                 }
                 Ok(Relayed::Reply { id, result, error }) => {
                     let waiter = lock(&self.pending).remove(&id);
-                    if let Some(waiter) = waiter {
+                    if let Some((_, waiter)) = waiter {
                         let _ = waiter.send(match (result, error) {
                             (_, Some(error)) => Err(error),
                             (Some(result), None) => Ok(result),
@@ -223,7 +225,7 @@ impl Hub {
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer_tx, answer) = oneshot::channel();
-        lock(&self.pending).insert(id, answer_tx);
+        lock(&self.pending).insert(id, (Some(machine_id.to_owned()), answer_tx));
         let _pending = PendingGuard { hub: self, id };
         if outbox
             .send(ServerFrame::Command { id, command })
@@ -415,6 +417,27 @@ impl Hub {
             }
         };
         if ours {
+            // The commands in flight to it get their answer now, not at their deadline.
+            let orphaned: Vec<_> = {
+                let mut pending = lock(&self.pending);
+                let ids: Vec<u64> = pending
+                    .iter()
+                    .filter(|(_, (to, _))| to.as_deref() == Some(machine.id.as_str()))
+                    .map(|(id, _)| *id)
+                    .collect();
+                ids.into_iter()
+                    .filter_map(|id| pending.remove(&id))
+                    .collect()
+            };
+            for (_, waiter) in orphaned {
+                let _ = waiter.send(Err(FrameError {
+                    code: "upstream_error".into(),
+                    message: format!(
+                        "machine `{}` disconnected before it answered; the command may or may not have run",
+                        machine.id
+                    ),
+                }));
+            }
             self.set_presence(&machine.id, false, None).await;
             info!(machine = %machine.id, "daemon disconnected; its devices are offline");
         }
@@ -429,7 +452,7 @@ impl Hub {
             }
             Ok(DaemonFrame::Result { id, result, error }) => {
                 let waiter = lock(&self.pending).remove(&id);
-                if let Some(waiter) = waiter {
+                if let Some((_, waiter)) = waiter {
                     let reply = match (result, error) {
                         (_, Some(error)) => Err(error),
                         (Some(result), None) => Ok(result),
