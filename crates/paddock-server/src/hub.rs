@@ -63,9 +63,25 @@ pub struct Hub {
     connected: Mutex<HashMap<String, Connected>>,
     /// Commands waiting for an answer: the machine they went to (`None` for a relayed one,
     /// which the other replica answers) and the waiter.
-    pending: Mutex<HashMap<u64, (Option<String>, oneshot::Sender<Reply>)>>,
+    pending: Mutex<HashMap<u64, Waiter>>,
     next_id: AtomicU64,
+    /// The machines and presences as last read, for at most [`SNAPSHOT_FOR`]; this replica's
+    /// own writes drop it at once.
+    snapshot: Mutex<Option<(tokio::time::Instant, Arc<Snapshot>)>>,
 }
+
+/// A command's waiter: the machine it went to (`None` when relayed) and where its answer goes.
+type Waiter = (Option<String>, oneshot::Sender<Reply>);
+
+/// The store's view of the fleet at one moment.
+struct Snapshot {
+    machines: Vec<MachineRecord>,
+    presences: Vec<Presence>,
+}
+
+/// How long a read of the fleet serves `list_devices` and routing: another replica's change
+/// shows here within this.
+const SNAPSHOT_FOR: Duration = Duration::from_millis(250);
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,7 +112,30 @@ impl Hub {
             connected: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            snapshot: Mutex::new(None),
         })
+    }
+
+    /// The fleet as the store has it (at most [`SNAPSHOT_FOR`] old).
+    async fn snapshot(&self) -> Result<Arc<Snapshot>, ToolError> {
+        if let Some((read_at, snapshot)) = lock(&self.snapshot).as_ref()
+            && read_at.elapsed() < SNAPSHOT_FOR
+        {
+            return Ok(snapshot.clone());
+        }
+        let (machines, presences) =
+            tokio::try_join!(self.store.list_machines(), self.store.presences())
+                .map_err(store_error)?;
+        let snapshot = Arc::new(Snapshot {
+            machines,
+            presences,
+        });
+        *lock(&self.snapshot) = Some((tokio::time::Instant::now(), snapshot.clone()));
+        Ok(snapshot)
+    }
+
+    fn invalidate(&self) {
+        *lock(&self.snapshot) = None;
     }
 
     /// How many daemons hold a control connection to this replica.
@@ -111,8 +150,8 @@ impl Hub {
         if local {
             return self.command_local(machine_id, command).await;
         }
-        let presences = self.store.presences().await.map_err(store_error)?;
-        let holder = presences.into_iter().find(|presence| {
+        let snapshot = self.snapshot().await?;
+        let holder = snapshot.presences.iter().find(|presence| {
             presence.machine_id == machine_id
                 && presence.connected
                 && presence.replica_id != self.replica_id
@@ -120,8 +159,8 @@ impl Hub {
         });
         match holder {
             Some(presence) => {
-                self.command_relayed(&presence.replica_id, machine_id, command)
-                    .await
+                let replica = presence.replica_id.clone();
+                self.command_relayed(&replica, machine_id, command).await
             }
             None => Err(not_connected(machine_id)),
         }
@@ -270,13 +309,12 @@ impl Hub {
     }
 
     async fn fleet_devices(&self) -> Result<Vec<FleetDevice>, ToolError> {
-        let (machines, presences) =
-            tokio::try_join!(self.store.list_machines(), self.store.presences())
-                .map_err(store_error)?;
+        let snapshot = self.snapshot().await?;
         let now = now_ms();
         let mut devices = Vec::new();
-        for presence in presences {
-            let Some(machine) = machines
+        for presence in &snapshot.presences {
+            let Some(machine) = snapshot
+                .machines
                 .iter()
                 .find(|machine| machine.id == presence.machine_id)
             else {
@@ -329,6 +367,7 @@ impl Hub {
         if let Err(error) = self.store.set_presence(presence).await {
             warn!(%error, machine = %machine_id, "could not record a machine's presence");
         }
+        self.invalidate();
     }
 
     /// Serves one daemon's control connection until it closes or goes silent.
@@ -587,6 +626,7 @@ impl Hub {
             }
             // The old key's connection, if any, is not the machine any more.
             lock(&self.connected).remove(&machine_id);
+            self.invalidate();
             info!(machine = %machine_id, host = %request.describe(), "machine reconnected with a new key");
             return Ok(ActivateResponse {
                 machine_id,
@@ -607,6 +647,7 @@ impl Hub {
             .insert_machine(machine.clone(), key_hash)
             .await
             .map_err(unavailable)?;
+        self.invalidate();
         info!(machine = %machine.id, name = %machine.name, host = %request.describe(), "machine paired");
         Ok(ActivateResponse {
             machine_id: machine.id,
@@ -690,11 +731,12 @@ impl FleetBackend for Hub {
     fn machines(&self) -> BoxFuture<'_, Result<Vec<FleetMachine>, ToolError>> {
         Box::pin(async move {
             let devices = self.fleet_devices().await?;
-            let machines = self.store.list_machines().await.map_err(store_error)?;
-            let presences = self.store.presences().await.map_err(store_error)?;
+            let snapshot = self.snapshot().await?;
+            let presences = &snapshot.presences;
             let now = now_ms();
-            Ok(machines
-                .into_iter()
+            Ok(snapshot
+                .machines
+                .iter()
                 .filter(|machine| machine.revoked_at_ms.is_none())
                 .map(|machine| {
                     let online = presences.iter().any(|presence| {
@@ -707,8 +749,8 @@ impl FleetBackend for Hub {
                             .iter()
                             .filter(|device| device.machine_id == machine.id)
                             .count(),
-                        id: machine.id,
-                        name: machine.name,
+                        id: machine.id.clone(),
+                        name: machine.name.clone(),
                         online,
                     }
                 })

@@ -94,7 +94,12 @@ async def drive(client: Client, machine: str, app: str) -> dict:
         "manage_device_apps", {"device_id": device_id, "operation": "start", "package": app}
     )
     report["uiBefore"] = await client.ui_until(device_id, "Items")
-    report["listedWhileBound"] = [d for d in await client.devices() if d["device_id"] == device_id]
+    # The inventory follows within a moment: the daemon reports changes as it sees them.
+    report["listedWhileBound"] = [
+        await client.wait_device(
+            lambda d: d["device_id"] == device_id and d["state"] == "bound", "bound to the fleet"
+        )
+    ]
     report["tap"] = await client.call(
         "device_action", {"device_id": device_id, "operation": "tap", "text": "Items"}
     )
