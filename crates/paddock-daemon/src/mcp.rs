@@ -325,83 +325,10 @@ impl McpHost {
     async fn try_fast(
         &self,
         headers: &http::HeaderMap,
-        mut message: serde_json::Map<String, serde_json::Value>,
+        message: serde_json::Map<String, serde_json::Value>,
     ) -> Option<Response> {
-        let call = match message.get("method")?.as_str()? {
-            "tools/call" => true,
-            "tools/list" => false,
-            _ => return None,
-        };
-        let id = message.remove("id")?;
-        if !(id.is_string() || id.is_i64() || id.is_u64())
-            || message.get("jsonrpc")?.as_str()? != "2.0"
-        {
-            return None;
-        }
-        // Versions whose requests need no per-request negotiation; anything else (2026-07-28
-        // and its `_meta`, an unknown version) goes through rmcp.
-        match headers
-            .get("mcp-protocol-version")
-            .map(|value| value.to_str())
-        {
-            None | Some(Ok("2025-06-18" | "2025-11-25")) => {}
-            _ => return None,
-        }
-        let accepts = headers
-            .get(header::ACCEPT)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|accept| {
-                accept.contains("application/json") && accept.contains("text/event-stream")
-            });
-        let json_body = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|kind| kind.starts_with("application/json"));
-        if !accepts || !json_body {
-            return None;
-        }
-        // The request is answered here, so its parameters can be taken, not copied.
-        let params = message.remove("params");
-        if params
-            .as_ref()
-            .and_then(|params| params.get("_meta"))
-            .is_some()
-        {
-            return None;
-        }
         let server = self.registry.shared_server(self.http_ctx.clone());
-        let session = headers.get(paddock_tools::session::SESSION_HEADER);
-        let outcome = if call {
-            let request: rmcp::model::CallToolRequestParams =
-                serde_json::from_value(params?).ok()?;
-            let request_id = match &id {
-                serde_json::Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            server
-                .call_http(request, session, request_id)
-                .await
-                .map(|result| legacy(rmcp::model::ServerResult::CallToolResult(result)))
-        } else {
-            server
-                .list(session)
-                .map(|result| legacy(rmcp::model::ServerResult::ListToolsResult(result)))
-        };
-        let reply = match &outcome {
-            Ok(result) => Reply {
-                jsonrpc: "2.0",
-                id: &id,
-                result: Some(result),
-                error: None,
-            },
-            Err(error) => Reply {
-                jsonrpc: "2.0",
-                id: &id,
-                result: None,
-                error: Some(error),
-            },
-        };
-        let body = serde_json::to_vec(&reply).ok()?;
+        let body = paddock_tools::direct::answer(&server, headers, message).await?;
         let mut response = (StatusCode::OK, body).into_response();
         response.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -489,17 +416,6 @@ fn lock_sessions(
     sessions.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-/// A JSON-RPC answer, serialised straight to bytes.
-#[derive(serde::Serialize)]
-struct Reply<'a> {
-    jsonrpc: &'static str,
-    id: &'a serde_json::Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a rmcp::model::ServerResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a rmcp::ErrorData>,
-}
-
 fn owner_ctx(
     owner: &AuthContext,
     policy: &Arc<Policy>,
@@ -516,13 +432,6 @@ fn owner_ctx(
         recorder: None,
         fleet: None,
     }
-}
-
-/// A result in the shape rmcp gives peers of the versions the fast path serves.
-fn legacy(mut result: rmcp::model::ServerResult) -> rmcp::model::ServerResult {
-    result.strip_result_type_for_legacy_peer();
-    result.strip_non_object_output_for_legacy_peer();
-    result
 }
 
 fn json_rpc_error(status: StatusCode, code: i32, message: &str) -> Response {

@@ -293,6 +293,17 @@ async fn mcp_post(
     parts.headers.remove(crate::auth::API_KEY_HEADER);
     let policy = edge.policies.get(caller.profile);
     let ctx = edge.state.caller_ctx(caller.auth, policy);
+    // `tools/call` and `tools/list` are answered directly; the rest goes through rmcp.
+    if let Ok(serde_json::Value::Object(message)) = serde_json::from_slice(&bytes) {
+        let server = edge.state.registry.shared_server(ctx.clone());
+        if let Some(answer) = paddock_tools::direct::answer(&server, &parts.headers, message).await
+        {
+            return json(
+                StatusCode::OK,
+                String::from_utf8_lossy(&answer).into_owned(),
+            );
+        }
+    }
     parts
         .extensions
         .insert(paddock_tools::server::RequestCtx(ctx));

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod auth;
 pub mod backend;
 pub mod catalog;
+pub mod direct;
 pub mod discovery;
 pub mod error;
 pub mod fleet;
