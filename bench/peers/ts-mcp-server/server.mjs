@@ -5,6 +5,10 @@
 // directly, and skipping express only makes this peer faster.
 //
 // Usage: node server.mjs <port>   (0 picks a free port; the bound port is printed on stdout)
+//
+// With PEER_TOOL=list_devices it serves the fleet server's `list_devices` instead (for
+// `paddock-bench fleet`): the same answer shape with two fixed rows, like a fleet of one
+// machine holding two web devices.
 
 import http from 'node:http';
 
@@ -12,10 +16,44 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import * as z from 'zod/v4';
 
+const FLEET_ROWS = ['web-a', 'web-b'].map((device_id) => ({
+  device_id,
+  machine_id: 'm_0123456789abcdef0123456789abcdef',
+  machine_name: 'bench-host',
+  platform: 'web',
+  profile: 'pixel7',
+  state: 'available',
+}));
+
+// The fleet server's `list_devices`: two rows as structured content and as text.
+function registerFleetTool(server) {
+  server.registerTool(
+    'list_devices',
+    {
+      title: "List the fleet's devices",
+      description: 'Every device of every machine that joined this server.',
+      inputSchema: { platform: z.enum(['web', 'android']).optional() },
+      outputSchema: { devices: z.array(z.looseObject({})) },
+      annotations: { readOnlyHint: true },
+    },
+    async () => {
+      const structuredContent = { devices: FLEET_ROWS };
+      return {
+        content: [{ type: 'text', text: JSON.stringify(structuredContent) }],
+        structuredContent,
+      };
+    },
+  );
+}
+
 // The same tool as Paddock's `listDevices` with no device platform configured: structured
 // content `{"devices":[]}` and the same JSON as text content.
 function buildServer() {
   const server = new McpServer({ name: 'ts-sdk-peer', version: '0.0.0' });
+  if (process.env.PEER_TOOL === 'list_devices') {
+    registerFleetTool(server);
+    return server;
+  }
   server.registerTool(
     'listDevices',
     {

@@ -229,7 +229,7 @@ fn median_ms(sorted: &[u64]) -> f64 {
     sorted.get(sorted.len() / 2).map_or(0.0, |&ns| ms(ns))
 }
 
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn rss_kib(pid: u32) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()

@@ -11,6 +11,7 @@ mod agents_host;
 mod android;
 mod daemon;
 mod devices;
+mod fleet;
 mod ingress;
 mod listen;
 mod mcp;
@@ -54,6 +55,10 @@ enum Bench {
     /// Authenticated stateless MCP `tools/call` on the daemon vs the official TypeScript MCP
     /// SDK's stateless server and a bare axum hello-world.
     Mcp(mcp::McpArgs),
+    /// The fleet server: `list_devices` through it under load vs the TypeScript MCP SDK's
+    /// stateless server; 200 simulated daemons joined: its memory and the latency of a command
+    /// through it to a daemon.
+    Fleet(fleet::FleetArgs),
     /// Paddock's web devices vs Playwright MCP: warm `getWeb` vs a cold launch, and `observe`
     /// (with and without a screenshot) vs `browser_snapshot` and `browser_take_screenshot` on
     /// a 400-row table page; latencies one request at a time.
@@ -133,6 +138,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.bench {
         Bench::Ingress(args) => runtime.block_on(ingress::run(args, mode)),
         Bench::Mcp(args) => runtime.block_on(mcp::run(args, mode)),
+        Bench::Fleet(args) => runtime.block_on(fleet::run(args, mode)),
         Bench::Devices(args) => runtime.block_on(devices::run(args, mode)),
         Bench::Android(args) => runtime.block_on(android::run(args, mode)),
         Bench::AgentsDriver(args) => runtime.block_on(agents_driver::run(args, mode)),

@@ -32,6 +32,11 @@ pub struct TsPeer {
 impl TsPeer {
     /// Starts `node server.mjs 0` in `dir` and waits for the port it prints.
     pub fn start(node: &Path, dir: &Path) -> anyhow::Result<Self> {
+        Self::start_with_env(node, dir, &[])
+    }
+
+    /// [`Self::start`] with extra environment for node (such as `PEER_TOOL`).
+    pub fn start_with_env(node: &Path, dir: &Path, env: &[(&str, &str)]) -> anyhow::Result<Self> {
         if !dir.join("server.mjs").is_file() {
             bail!(
                 "no TypeScript MCP peer at `{}`\nhint: pass --ts-server-dir <bench/peers/ts-mcp-server>",
@@ -47,6 +52,7 @@ impl TsPeer {
         let mut child = Command::new(node)
             .arg("server.mjs")
             .arg("0")
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -281,6 +281,18 @@ fn mcp_tools_call_returns_the_devices() {
 }
 
 #[test]
+fn fleet_lists_a_joined_daemons_devices_and_commands_reach_the_daemons() {
+    smoke(
+        &["fleet", "--paddock", &paddock_arg()],
+        &[
+            "smoke fleet: ok:",
+            "list_devices through the server listed a joined daemon's two devices",
+            "3 more simulated daemons joined and each answered a device_action",
+        ],
+    );
+}
+
+#[test]
 fn devices_observe_returns_the_pages_text() {
     smoke(
         &["devices", "--paddock", &paddock_arg()],
