@@ -230,9 +230,8 @@ async fn open_store(
         database: database.database,
     };
     let url = paddock_server::config::database_only(&flags, env)?;
-    store::open(&url)
-        .await
-        .with_context(|| format!("could not open `{}`", url.display()))
+    // The store's error names the database (without its password) already.
+    Ok(store::open(&url).await?)
 }
 
 async fn keys(command: KeysCommand) -> anyhow::Result<ExitCode> {
