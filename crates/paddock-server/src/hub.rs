@@ -138,6 +138,22 @@ impl Hub {
         *lock(&self.snapshot) = None;
     }
 
+    /// Hands the answer to command `id` (from its daemon, or relayed back from another
+    /// replica) to whoever waits for it; `empty` says what an answer with neither part was.
+    fn deliver(&self, id: u64, result: Option<Value>, error: Option<FrameError>, empty: &str) {
+        let waiter = lock(&self.pending).remove(&id);
+        if let Some((_, waiter)) = waiter {
+            let _ = waiter.send(match (result, error) {
+                (_, Some(error)) => Err(error),
+                (Some(result), None) => Ok(result),
+                (None, None) => Err(FrameError {
+                    code: "upstream_error".into(),
+                    message: empty.to_owned(),
+                }),
+            });
+        }
+    }
+
     /// How many daemons hold a control connection to this replica.
     pub fn connected_count(&self) -> usize {
         lock(&self.connected).len()
@@ -153,9 +169,8 @@ impl Hub {
         let snapshot = self.snapshot().await?;
         let holder = snapshot.presences.iter().find(|presence| {
             presence.machine_id == machine_id
-                && presence.connected
                 && presence.replica_id != self.replica_id
-                && now_ms() - presence.updated_at_ms < PRESENCE_FRESH_MS
+                && is_live(presence, now_ms())
         });
         match holder {
             Some(presence) => {
@@ -232,17 +247,7 @@ impl Hub {
                     });
                 }
                 Ok(Relayed::Reply { id, result, error }) => {
-                    let waiter = lock(&self.pending).remove(&id);
-                    if let Some((_, waiter)) = waiter {
-                        let _ = waiter.send(match (result, error) {
-                            (_, Some(error)) => Err(error),
-                            (Some(result), None) => Ok(result),
-                            (None, None) => Err(FrameError {
-                                code: "upstream_error".into(),
-                                message: "an empty relayed answer".into(),
-                            }),
-                        });
-                    }
+                    self.deliver(id, result, error, "an empty relayed answer");
                 }
                 Err(error) => warn!(%error, "unreadable relay message"),
             }
@@ -323,7 +328,7 @@ impl Hub {
             if machine.revoked_at_ms.is_some() {
                 continue;
             }
-            let online = presence.connected && now - presence.updated_at_ms < PRESENCE_FRESH_MS;
+            let online = is_live(presence, now);
             let inventory: Vec<InventoryDevice> =
                 serde_json::from_str(&presence.inventory).unwrap_or_default();
             for device in inventory {
@@ -490,19 +495,12 @@ impl Hub {
                 self.set_presence(machine_id, true, Some(inventory)).await;
             }
             Ok(DaemonFrame::Result { id, result, error }) => {
-                let waiter = lock(&self.pending).remove(&id);
-                if let Some((_, waiter)) = waiter {
-                    let reply = match (result, error) {
-                        (_, Some(error)) => Err(error),
-                        (Some(result), None) => Ok(result),
-                        (None, None) => Err(FrameError {
-                            code: "upstream_error".into(),
-                            message: "the daemon answered with neither a result nor an error"
-                                .into(),
-                        }),
-                    };
-                    let _ = waiter.send(reply);
-                }
+                self.deliver(
+                    id,
+                    result,
+                    error,
+                    "the daemon answered with neither a result nor an error",
+                );
             }
             Err(error) => {
                 warn!(machine = %machine_id, %error, "unreadable control frame from a daemon");
@@ -689,6 +687,12 @@ enum Relayed {
     },
 }
 
+/// Whether `presence` says its machine is connected, written recently enough to believe (a
+/// replica that died leaves `connected` set).
+fn is_live(presence: &Presence, now_ms: i64) -> bool {
+    presence.connected && now_ms - presence.updated_at_ms < PRESENCE_FRESH_MS
+}
+
 fn not_connected(machine_id: &str) -> ToolError {
     upstream(format!(
         "machine `{machine_id}` is not connected to the server; its daemon may be stopped or unreachable (it reconnects by itself when it comes back)"
@@ -740,9 +744,7 @@ impl FleetBackend for Hub {
                 .filter(|machine| machine.revoked_at_ms.is_none())
                 .map(|machine| {
                     let online = presences.iter().any(|presence| {
-                        presence.machine_id == machine.id
-                            && presence.connected
-                            && now - presence.updated_at_ms < PRESENCE_FRESH_MS
+                        presence.machine_id == machine.id && is_live(presence, now)
                     });
                     FleetMachine {
                         devices: devices
