@@ -249,13 +249,7 @@ impl DaemonHarness {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = self.command(args);
-        let description = format!("{command:?}");
-        let output = command.output().with_context(|| description.clone())?;
-        Ok(CommandOutput {
-            description,
-            output,
-        })
+        CommandOutput::of(self.command(args))
     }
 
     /// Runs `paddock args…` to completion with `input` on stdin.
@@ -459,6 +453,16 @@ pub struct CommandOutput {
 }
 
 impl CommandOutput {
+    /// Runs `command` to completion.
+    pub(crate) fn of(mut command: Command) -> anyhow::Result<Self> {
+        let description = format!("{command:?}");
+        let output = command.output().with_context(|| description.clone())?;
+        Ok(Self {
+            description,
+            output,
+        })
+    }
+
     pub fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.output.stdout).into_owned()
     }

@@ -104,13 +104,7 @@ impl ServerHarness {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = self.command(args);
-        let description = format!("{command:?}");
-        let output = command.output().with_context(|| description.clone())?;
-        Ok(CommandOutput {
-            description,
-            output,
-        })
+        CommandOutput::of(self.command(args))
     }
 
     /// `paddock server keys create --name NAME --profile PROFILE`: the key it printed.
