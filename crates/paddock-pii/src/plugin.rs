@@ -688,7 +688,13 @@ mod tests {
 
     #[test]
     fn a_panicking_run_is_an_engine_failure() {
-        let runner = PluginRunner::new(PluginLimits::default());
+        // The panic hook runs before the thread unwinds; with RUST_BACKTRACE set, symbolising
+        // the first backtrace on a loaded machine can take longer than the default limit, so
+        // the limit here is a hang deadline and only the panic can end the run.
+        let runner = PluginRunner::new(PluginLimits {
+            time: Duration::from_secs(60),
+            ..PluginLimits::default()
+        });
         assert_eq!(
             runner.supervise(|| panic!("the sandbox broke")),
             Err(FilterFailure::Engine)
