@@ -95,7 +95,20 @@ pub struct BrokerCredentials {
     pub openai_upstream: Option<String>,
     /// The broker's upstream name that `PADDOCK_PROXY_URL` points at.
     pub paddock_upstream: String,
+    /// The broker's upstream for the fleet server's agent data plane (a bot's launch on a
+    /// joined daemon): the voucher may call its read and inbox operations, and
+    /// [`FLEET_URL_VAR`] points at it.
+    pub fleet_upstream: Option<String>,
 }
+
+/// Where a bot's launch on a joined daemon reaches the fleet server's agent data plane
+/// through the proxy (`POST $PADDOCK_FLEET_URL/api/agent/read` with the voucher).
+pub const FLEET_URL_VAR: &str = "PADDOCK_FLEET_URL";
+
+/// The data-plane operations a launch's voucher may call directly. `send` is not among them:
+/// a bot's replies go through `paddock message send`, which runs the freshness guard and the
+/// bot's PII pipeline before the daemon sends them.
+pub const FLEET_VOUCHER_OPERATIONS: [&str; 4] = ["inboxPull", "ack", "read", "listChannels"];
 
 impl BrokerCredentials {
     /// Credentials over a broker with one upstream, for `api`, under the API's conventional
@@ -111,6 +124,7 @@ impl BrokerCredentials {
             anthropic_upstream,
             openai_upstream,
             paddock_upstream: name,
+            fleet_upstream: None,
         }
     }
 }
@@ -145,6 +159,21 @@ impl LaunchCredentials for BrokerCredentials {
                 Grant::new(&self.paddock_upstream, "*", "/").map_err(|error| error.to_string())?,
             );
         }
+        let mut vendors = vec![vendor];
+        if let Some(fleet) = &self.fleet_upstream {
+            for operation in FLEET_VOUCHER_OPERATIONS {
+                grants.push(
+                    Grant::new(fleet, "POST", &format!("/api/agent/{operation}"))
+                        .map_err(|error| error.to_string())?,
+                );
+            }
+            vendors.push(VendorEnv {
+                upstream: fleet.clone(),
+                base_url_var: Some(FLEET_URL_VAR.to_owned()),
+                base_path: String::new(),
+                key_var: None,
+            });
+        }
         let voucher = self
             .broker
             .mint_for_launch(launch_id, Capabilities::new(grants), dir)
@@ -155,7 +184,7 @@ impl LaunchCredentials for BrokerCredentials {
                 &voucher,
                 &LaunchEnvSpec {
                     proxy_upstream: self.paddock_upstream.clone(),
-                    vendors: vec![vendor],
+                    vendors,
                 },
             )
             .map_err(|error| error.to_string())?;

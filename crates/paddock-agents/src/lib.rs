@@ -24,7 +24,10 @@ mod session;
 pub mod testing;
 
 pub use contract::*;
-pub use credentials::{BrokerCredentials, LaunchCredentials, LaunchSecrets, ModelApi};
+pub use credentials::{
+    BrokerCredentials, FLEET_URL_VAR, FLEET_VOUCHER_OPERATIONS, LaunchCredentials, LaunchSecrets,
+    ModelApi,
+};
 pub use host::{HostConfig, LaunchDir};
 pub use sandbox::{LaunchSandbox, SandboxConfig};
 pub use session::Session;

@@ -304,7 +304,10 @@ async fn simulated_daemon(
             ) => {}
         other => bail!("the server did not open with a welcome frame: {other:?}"),
     }
-    let inventory = serde_json::to_string(&DaemonFrame::Inventory { devices })?;
+    let inventory = serde_json::to_string(&DaemonFrame::Inventory {
+        devices,
+        bots: Vec::new(),
+    })?;
     sink.send(Message::Text(inventory.into())).await?;
     let _ = ready.send(()).await;
     while let Some(message) = stream.next().await {

@@ -10,6 +10,18 @@ use serde_json::{Map, Value};
 pub const ACTIVATE_PATH: &str = "/api/daemon/activate";
 /// The route of the control WebSocket.
 pub const CONTROL_PATH: &str = "/api/daemon/control";
+/// Where a daemon mints an agent's runner key with its machine key.
+pub const RUNNER_KEYS_PATH: &str = "/api/daemon/runner-keys";
+/// The agent data plane: `POST {AGENT_PATH}/<operation>` with a runner key.
+pub const AGENT_PATH: &str = "/api/agent";
+/// The data plane's operations.
+pub const AGENT_OPERATIONS: [&str; 5] = ["send", "inboxPull", "ack", "read", "listChannels"];
+/// Where an owner posts a message to a bot, and reads the conversation (API key).
+pub const MESSAGES_PATH: &str = "/api/messages";
+/// Where an owner stops a bot's running session (API key).
+pub const AGENT_STOP_PATH: &str = "/api/agents/stop";
+/// The channel an owner's messages arrive in on the bot's daemon, and that its replies go to.
+pub const FLEET_OWNER_DM: &str = "/.dm/owner#fleet";
 
 /// What a daemon sends to activate a pairing (or reconnect) token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,14 +95,85 @@ pub enum HostCommand {
     /// fleet's session.
     #[serde(rename_all = "camelCase")]
     Reset { device_id: String },
+    /// Messages wait on the server for bot `agent_id`: a bodiless notice. The daemon takes
+    /// the bodies over the data plane with the agent's runner key and decides whether to
+    /// start a session, tell the running one, or coalesce.
+    #[serde(rename_all = "camelCase")]
+    AgentWake {
+        agent_id: String,
+        target: String,
+        latest_seq: i64,
+        count: i64,
+    },
+    /// Stops bot `agent_id`'s running session, if it has one.
+    #[serde(rename_all = "camelCase")]
+    AgentStop { agent_id: String },
+}
+
+/// A daemon's request for an agent's runner key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunnerKeyRequest {
+    pub agent_id: String,
+}
+
+/// The server's answer: a new runner key (the agent's older ones stop working).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerKeyResponse {
+    pub agent_id: String,
+    /// `pdk_rk_…`: shown this once; the server keeps only its hash.
+    pub runner_key: String,
+}
+
+/// One message of an agent's conversation on the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentMessageEntry {
+    pub seq: i64,
+    /// `in` (to the agent) or `out` (from it).
+    pub direction: String,
+    pub target: String,
+    pub sender: String,
+    pub text: String,
+    pub created_at_ms: i64,
+}
+
+/// `inboxPull`'s answer: inbound messages past the acknowledged boundary (they stay there
+/// until `ack`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPullAnswer {
+    pub messages: Vec<AgentMessageEntry>,
+    pub acked: i64,
+}
+
+/// `ack`'s request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AckRequest {
+    pub upto: i64,
+}
+
+/// `send`'s request (and an owner's `POST /api/messages`, with `bot`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SendRequest {
+    pub target: String,
+    pub text: String,
 }
 
 /// Daemon → server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum DaemonFrame {
-    /// The daemon's devices, whole, on connect and whenever they change.
-    Inventory { devices: Vec<InventoryDevice> },
+    /// The daemon's devices and bots, whole, on connect and whenever they change.
+    Inventory {
+        devices: Vec<InventoryDevice>,
+        /// The bots defined on the daemon (`paddock bot add`), which owners can message.
+        #[serde(default)]
+        bots: Vec<String>,
+    },
     /// The answer to command `id`: an MCP `CallToolResult` object, or an error.
     Result {
         id: u64,

@@ -76,6 +76,9 @@ struct Inner {
     socket: Option<PathBuf>,
     /// The sandbox a launch that asks for `landlock` gets when the daemon's own is off.
     sandbox_default: paddock_agents::sandbox::SandboxConfig,
+    /// The fleet server's agent data plane, once the daemon has one: a bot's launch on a
+    /// joined daemon reaches it through the proxy with its voucher.
+    fleet: std::sync::OnceLock<crate::fleet_inbox::FleetInbox>,
 }
 
 /// What a launch gets beyond an `agents/open` request: the daemon's own launches (a task's
@@ -107,6 +110,8 @@ struct Hosted {
     session: Session,
     /// The broker upstream holding this launch's key, if its API needs one.
     upstream: Option<String>,
+    /// The broker upstream holding the bot's runner key for the fleet server, if it has one.
+    fleet_upstream: Option<String>,
     /// Whether the first command was admitted (`start`), so later ones are `send`s.
     started: AtomicBool,
     next_command: AtomicU64,
@@ -153,8 +158,14 @@ impl AgentsHost {
                 env,
                 socket,
                 sandbox_default,
+                fleet: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Gives bot launches the fleet server's agent data plane (set once, at startup).
+    pub fn set_fleet(&self, fleet: crate::fleet_inbox::FleetInbox) {
+        let _ = self.inner.fleet.set(fleet);
     }
 
     /// The broker every launch mints from.
@@ -235,6 +246,7 @@ impl AgentsHost {
             None => None,
             Some(api) => Some(self.add_launch_upstream(&id, backend, api, &params).await?),
         };
+        let fleet_upstream = self.add_fleet_upstream(&id, params.bot.as_deref()).await;
         let host = match (&upstream, sdk.model_api(backend)) {
             (Some(name), Some(api)) => {
                 let (anthropic_upstream, openai_upstream) = match api {
@@ -249,6 +261,7 @@ impl AgentsHost {
                         anthropic_upstream,
                         openai_upstream,
                         paddock_upstream: name.clone(),
+                        fleet_upstream: fleet_upstream.clone(),
                     }))
             }
             _ => self.inner.host.clone(),
@@ -286,7 +299,7 @@ impl AgentsHost {
         let session = match AgentDriverSdk::new(host).open(request).await {
             Ok(session) => session,
             Err(error) => {
-                if let Some(name) = &upstream {
+                for name in upstream.iter().chain(&fleet_upstream) {
                     let _ = self.inner.broker.remove_upstream(name);
                 }
                 let code = match error {
@@ -317,6 +330,7 @@ impl AgentsHost {
             started_at_unix_ms: unix_ms(SystemTime::now()),
             session,
             upstream,
+            fleet_upstream,
             started: AtomicBool::new(false),
             next_command: AtomicU64::new(1),
             log: Mutex::new(EventLog {
@@ -338,6 +352,42 @@ impl AgentsHost {
             session: hosted.summary(&self.inner.broker).await,
             receipt,
         })
+    }
+
+    /// For a bot's launch on a joined daemon: the broker upstream that holds the bot's runner
+    /// key for the fleet server's agent data plane; its name. A server that cannot be reached
+    /// leaves the launch without one (the bot still works on this machine).
+    async fn add_fleet_upstream(&self, id: &str, bot: Option<&str>) -> Option<String> {
+        let (bot, fleet) = (bot?, self.inner.fleet.get()?);
+        if !fleet.is_joined() {
+            return None;
+        }
+        let (server, key) = match fleet.upstream(bot).await {
+            Ok(found) => found,
+            Err(error) => {
+                warn!(bot, %error, "the launch gets no fleet data plane");
+                return None;
+            }
+        };
+        let name = format!("fleet-{id}");
+        let added = self
+            .inner
+            .broker
+            .add_upstream(UpstreamConfig {
+                name: name.clone(),
+                url: server,
+                credential: key,
+                header: "authorization".to_owned(),
+                scheme: Some("Bearer".to_owned()),
+            })
+            .await;
+        match added {
+            Ok(_) => Some(name),
+            Err(error) => {
+                warn!(bot, %error, "the launch gets no fleet data plane");
+                None
+            }
+        }
     }
 
     /// Adds the broker upstream that holds this launch's key; returns its name.
@@ -558,12 +608,12 @@ impl AgentsHost {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// After a session closed: drop its key and forget the oldest closed sessions.
+    /// After a session closed: drop its keys and forget the oldest closed sessions.
     fn closed(&self, hosted: &Hosted) {
-        if let Some(name) = &hosted.upstream
-            && let Err(error) = self.inner.broker.remove_upstream(name)
-        {
-            warn!(session = %hosted.id, %error, "could not remove a closed launch's upstream");
+        for name in hosted.upstream.iter().chain(&hosted.fleet_upstream) {
+            if let Err(error) = self.inner.broker.remove_upstream(name) {
+                warn!(session = %hosted.id, %error, "could not remove a closed launch's upstream");
+            }
         }
         let mut sessions = self.lock_sessions();
         let closed: Vec<String> = sessions

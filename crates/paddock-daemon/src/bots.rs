@@ -24,13 +24,17 @@ use crate::pii::PiiHost;
 
 /// Where the owner's messages arrive when no server names a channel.
 pub const OWNER_DM: &str = "/.dm/owner";
+/// Channel refs that live on the fleet server (an owner's messages through it arrive in
+/// `/.dm/owner#fleet`): a send to one goes there, after the freshness guard and the PII
+/// pipeline.
+const FLEET_SUFFIX: &str = "#fleet";
 /// How many unseen messages a held send shows.
 const HELD_CONTEXT: usize = 3;
 /// The largest message body.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 /// What every bot's session is told at launch, before its own instructions.
-const INBOX_INSTRUCTIONS: &str = "Messages for you arrive as `[inbox notice: …]` lines that carry no text. Read them with `paddock inbox pull`, acknowledge them with `paddock inbox ack`, and reply with `paddock message send --target <ref> --file <file>`.";
+const INBOX_INSTRUCTIONS: &str = "Messages for you arrive as `[inbox notice: …]` lines that carry no text. Read them with `paddock inbox pull`, acknowledge them with `paddock inbox ack`, and reply with `paddock message send --target <ref> --file <file>`, where <ref> is the channel the message arrived in.";
 
 /// The freshness guard's decision for an outward action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +145,8 @@ pub struct BotsHost {
     pii: PiiHost,
     /// One manager per bot: single flight, coalescing, idle stop, stall detection.
     runners: crate::runner::Runners,
+    /// The fleet server's agent data plane, for messages that arrive through the server.
+    fleet: crate::fleet_inbox::FleetInbox,
 }
 
 impl std::fmt::Debug for BotsHost {
@@ -169,13 +175,57 @@ impl BotsHost {
         agents: AgentsHost,
         pii: PiiHost,
         timing: crate::runner::Timing,
+        fleet: crate::fleet_inbox::FleetInbox,
     ) -> Self {
         Self {
             runners: crate::runner::Runners::new(agents.clone(), store.clone(), timing),
             store,
             agents,
             pii,
+            fleet,
         }
+    }
+
+    /// The ids of the defined bots (what the fleet server may address).
+    pub async fn ids(&self) -> Vec<String> {
+        self.blocking(|store| store.bots())
+            .await
+            .map(|bots| bots.into_iter().map(|bot| bot.id).collect())
+            .unwrap_or_default()
+    }
+
+    /// `agent:wake` from the fleet server: takes the waiting messages into the bot's inbox
+    /// with its runner key, then wakes it as a local message does.
+    pub async fn fleet_wake(&self, bot: &str) -> Result<serde_json::Value, ControlError> {
+        let definition = self.definition(bot).await?;
+        let taken = self
+            .fleet
+            .take(bot, &self.store)
+            .await
+            .map_err(|error| ControlError::new(ErrorCode::Internal, error.to_string()))?;
+        let session = match taken.last() {
+            Some(seq) => self.wake(&definition, *seq),
+            None => self.agents.running_for_bot(bot),
+        };
+        info!(bot, taken = taken.len(), "woken by the fleet server");
+        Ok(serde_json::json!({ "taken": taken.len(), "session": session }))
+    }
+
+    /// `agent:stop` from the fleet server: stops the bot's running session, if any.
+    pub async fn fleet_stop(&self, bot: &str) -> Result<serde_json::Value, ControlError> {
+        self.definition(bot).await?;
+        let Some(id) = self.agents.running_for_bot(bot) else {
+            return Ok(serde_json::json!({ "stopped": false }));
+        };
+        self.agents
+            .stop(paddock_client::control::AgentsStopParams {
+                id: id.clone(),
+                reason: Some("stopped through the fleet server".to_owned()),
+                force_after_ms: None,
+            })
+            .await?;
+        info!(bot, session = %id, "stopped by the fleet server");
+        Ok(serde_json::json!({ "stopped": true, "session": id }))
     }
 
     async fn blocking<T: Send + 'static>(
@@ -332,6 +382,12 @@ impl BotsHost {
 
     /// `inbox/pull` for `bot` (the session's own): unseen messages with bodies; now seen.
     pub async fn pull(&self, bot: &str) -> Result<InboxPullResult, ControlError> {
+        // Anything still on the fleet server (a wake that never came) first.
+        if self.fleet.is_joined()
+            && let Err(error) = self.fleet.take(bot, &self.store).await
+        {
+            tracing::warn!(bot, %error, "could not take the bot's messages from the fleet server");
+        }
         let id = bot.to_owned();
         let (messages, cursor) = self
             .blocking(move |store| {
@@ -448,6 +504,28 @@ impl BotsHost {
                 });
             }
         };
+        if params.target.ends_with(FLEET_SUFFIX)
+            && let Err(error) = self.fleet.send(bot, &params.target, &redacted.text).await
+        {
+            let reason = format!("the fleet server did not take the message: {error}");
+            self.draft(
+                bot,
+                &params.target,
+                &redacted.text,
+                "blocked",
+                &reason,
+                &fact,
+            )
+            .await?;
+            return Ok(MessageSendResult {
+                state: "blocked".to_owned(),
+                plan: plan_name.to_owned(),
+                producer_fact_id: fact,
+                reason: Some(reason),
+                unseen: Vec::new(),
+                triggered_filters: redacted.triggered_filters,
+            });
+        }
         let (id, target, sent, fact_id) = (
             bot.to_owned(),
             params.target.clone(),

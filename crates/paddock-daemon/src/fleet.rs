@@ -259,6 +259,18 @@ pub async fn post(
     body: Vec<u8>,
     tls: &Arc<rustls::ClientConfig>,
 ) -> Result<(http::StatusCode, hyper::body::Bytes), FleetError> {
+    request(url, http::Method::POST, path, headers, body, tls).await
+}
+
+/// One request (`method` `path`, with `body`) under the server's URL, as [`post`] does.
+pub async fn request(
+    url: &ServerUrl,
+    method: http::Method,
+    path: &str,
+    headers: &[(http::HeaderName, String)],
+    body: Vec<u8>,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(http::StatusCode, hyper::body::Bytes), FleetError> {
     let stream = connect(url, tls).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
@@ -270,7 +282,9 @@ pub async fn post(
     tokio::spawn(async move {
         let _ = connection.await;
     });
-    let mut request = http::Request::post(format!("{}{path}", url.prefix))
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", url.prefix))
         .header(http::header::HOST, url.authority());
     for (name, value) in headers {
         request = request.header(name, value);
@@ -367,6 +381,8 @@ pub struct FleetLinkHost {
     pub mcp: Arc<McpHost>,
     pub pool: Pool,
     pub tls: Arc<rustls::ClientConfig>,
+    /// The bots, which owners message through the server.
+    pub bots: crate::bots::BotsHost,
 }
 
 impl std::fmt::Debug for FleetLinkHost {
@@ -476,6 +492,7 @@ impl FleetLinkHost {
         }));
         let _inventory = AbortOnDrop(tokio::spawn(watch_inventory(
             self.pool.clone(),
+            self.bots.clone(),
             out_tx.clone(),
         )));
         loop {
@@ -577,6 +594,23 @@ impl FleetLinkHost {
                     .await;
                 Ok(serde_json::json!({ "content": [], "isError": false }))
             }
+            HostCommand::AgentWake {
+                agent_id,
+                latest_seq,
+                count,
+                ..
+            } => {
+                debug!(bot = %agent_id, latest_seq, count, "agent:wake");
+                self.bots
+                    .fleet_wake(&agent_id)
+                    .await
+                    .map_err(control_frame_error)
+            }
+            HostCommand::AgentStop { agent_id } => self
+                .bots
+                .fleet_stop(&agent_id)
+                .await
+                .map_err(control_frame_error),
         }
     }
 }
@@ -619,9 +653,22 @@ fn device_frame_error(error: paddock_devices::DeviceError) -> FrameError {
     }
 }
 
-/// Sends the pool's devices whenever they change (and once at the start).
-async fn watch_inventory(pool: Pool, out: mpsc::Sender<DaemonFrame>) {
-    let mut last: Option<Vec<InventoryDevice>> = None;
+fn control_frame_error(error: paddock_client::control::ControlError) -> FrameError {
+    use paddock_client::control::ErrorCode;
+    let code = match error.code {
+        ErrorCode::NotFound => "not_found",
+        ErrorCode::InvalidParams => "invalid_input",
+        _ => "upstream_error",
+    };
+    FrameError {
+        code: code.into(),
+        message: error.message,
+    }
+}
+
+/// Sends the pool's devices and the bots whenever they change (and once at the start).
+async fn watch_inventory(pool: Pool, bots: crate::bots::BotsHost, out: mpsc::Sender<DaemonFrame>) {
+    let mut last: Option<(Vec<InventoryDevice>, Vec<String>)> = None;
     loop {
         let devices: Vec<InventoryDevice> = pool
             .list(None)
@@ -633,17 +680,19 @@ async fn watch_inventory(pool: Pool, out: mpsc::Sender<DaemonFrame>) {
                 state: device.state.as_str().to_owned(),
             })
             .collect();
-        if last.as_ref() != Some(&devices) {
+        let now = (devices, bots.ids().await);
+        if last.as_ref() != Some(&now) {
             if out
                 .send(DaemonFrame::Inventory {
-                    devices: devices.clone(),
+                    devices: now.0.clone(),
+                    bots: now.1.clone(),
                 })
                 .await
                 .is_err()
             {
                 return;
             }
-            last = Some(devices);
+            last = Some(now);
         }
         tokio::time::sleep(INVENTORY_EVERY).await;
     }

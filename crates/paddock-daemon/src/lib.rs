@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod devices;
 pub mod files;
 pub mod fleet;
+pub mod fleet_inbox;
 pub mod launcher;
 pub mod lock;
 pub mod mcp;

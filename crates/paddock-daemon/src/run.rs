@@ -250,6 +250,10 @@ pub async fn run(
     let recorder = tasks.session_recorder();
     let mcp = Arc::new(mcp.with_tasks(Arc::new(tasks.clone()), recorder));
     let pii = PiiHost::open(&paths.state_dir);
+    let fleet_tls = fleet_tls(&config).context("could not set up TLS for the fleet link")?;
+    let fleet_inbox =
+        crate::fleet_inbox::FleetInbox::new(paths.state_dir.clone(), fleet_tls.clone());
+    agents.set_fleet(fleet_inbox.clone());
     let mut subsystems: Vec<Arc<dyn Subsystem>> = vec![Arc::new(PoolSubsystem(pool.clone()))];
     subsystems.extend(config.subsystems.iter().cloned());
 
@@ -304,7 +308,7 @@ pub async fn run(
         credentials: credentials.clone(),
         pii: pii.clone(),
         agents: agents.clone(),
-        bots: BotsHost::new(store, agents.clone(), pii, timing),
+        bots: BotsHost::new(store, agents.clone(), pii, timing, fleet_inbox.clone()),
         tasks: tasks.clone(),
     });
     let (serve_stop_tx, serve_stop_rx) = watch::channel(false);
@@ -351,15 +355,22 @@ pub async fn run(
         Some(Ok(())) => {
             state_tx.send_replace(DaemonState::Ready);
             info!(endpoint = %http_endpoint, "ready");
-            let fleet_link = spawn_fleet_link(&config, &paths, &mcp, &pool);
+            let fleet_link = tokio::spawn(
+                crate::fleet::FleetLinkHost {
+                    state_dir: paths.state_dir.clone(),
+                    mcp: mcp.clone(),
+                    pool: pool.clone(),
+                    tls: fleet_tls.clone(),
+                    bots: runtime.bots.clone(),
+                }
+                .run(),
+            );
             on_ready(&runtime.status());
             tokio::select! {
                 _ = stop_rx.recv() => info!("stop requested over the control socket"),
                 signal = signals.next() => info!(signal, "stop requested by signal"),
             }
-            if let Some(link) = fleet_link {
-                link.abort();
-            }
+            fleet_link.abort();
             RunOutcome::Stopped
         }
         Some(Err(startup_error)) => {
@@ -429,29 +440,17 @@ fn raise_open_file_limit() {
 
 /// Opens the store and builds the tool registry. Configuration errors (unknown tool names,
 /// conflicting defaults, an unreadable database) fail here, before anything is bound.
-/// The control connection to the fleet server, kept while the daemon runs (it waits for a
-/// `paddock daemon join` if there is none yet). `None` when its TLS roots cannot be loaded.
-fn spawn_fleet_link(
-    config: &DaemonConfig,
-    paths: &DaemonPaths,
-    mcp: &Arc<McpHost>,
-    pool: &Pool,
-) -> Option<tokio::task::JoinHandle<()>> {
+/// The TLS client configuration of the fleet link: the platform's and Mozilla's roots plus
+/// `SSL_CERT_FILE`/`SSL_CERT_DIR`. Roots that cannot be loaded leave a configuration that
+/// trusts none, so an `https://` server fails with a clear TLS error while `http://` on
+/// loopback still works.
+fn fleet_tls(config: &DaemonConfig) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let trust = UpstreamTrust::default().with_env(|name| config.env.var(name).cloned());
-    let tls = match paddock_credentials::tls_client_config(&trust, true) {
-        Ok(tls) => Arc::new(tls),
-        Err(error) => {
-            error!(%error, "the fleet link is off: its TLS roots could not be loaded");
-            return None;
-        }
-    };
-    let host = crate::fleet::FleetLinkHost {
-        state_dir: paths.state_dir.clone(),
-        mcp: mcp.clone(),
-        pool: pool.clone(),
-        tls,
-    };
-    Some(tokio::spawn(host.run()))
+    let tls = paddock_credentials::tls_client_config(&trust, true).or_else(|error| {
+        error!(%error, "the fleet link's TLS roots could not be loaded; https:// servers will fail");
+        paddock_credentials::tls_client_config(&trust, false)
+    })?;
+    Ok(Arc::new(tls))
 }
 
 fn build_mcp(

@@ -167,6 +167,8 @@ pub struct Caller {
     pub profile: PolicyProfile,
     /// The key's stored hash, the per-key rate limiter's key.
     pub key_hash: CredentialHash,
+    /// The key's name (`keys create --name`), which the bots it messages see as the sender.
+    pub key_name: String,
 }
 
 /// Looks the key up by its hash (a lookup by hash leaks nothing of the key through timing).
@@ -206,6 +208,7 @@ pub async fn authenticate(
         auth,
         profile,
         key_hash: hash,
+        key_name: record.name,
     })
 }
 

@@ -160,7 +160,22 @@ fn control_router(state: &Arc<ServerState>) -> Router {
             paddock_client::fleet::CONTROL_PATH,
             get(crate::hub::Hub::control_route),
         )
+        .route(
+            paddock_client::fleet::RUNNER_KEYS_PATH,
+            post(crate::inbox::runner_keys_route),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(16 * 1024))
+        .merge(
+            Router::new()
+                .route(
+                    &format!("{}/{{operation}}", paddock_client::fleet::AGENT_PATH),
+                    post(crate::inbox::agent_route),
+                )
+                // A message and its JSON escaping.
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    2 * crate::inbox::MAX_MESSAGE_BYTES + 4096,
+                )),
+        )
         .with_state(state.hub.clone())
 }
 
@@ -214,7 +229,54 @@ fn mcp_router(state: &Arc<ServerState>) -> Router {
         response
     };
     let post_edge = edge.clone();
+    let (message_edge, read_edge, stop_edge) = (edge.clone(), edge.clone(), edge.clone());
     Router::new()
+        .route(
+            paddock_client::fleet::MESSAGES_PATH,
+            post(move |request: axum::extract::Request| {
+                let edge = message_edge.clone();
+                async move {
+                    match owner_request(&edge, request, true).await {
+                        Ok((caller, body)) => {
+                            crate::inbox::post_message(&edge.state.hub, &caller.key_name, &body)
+                                .await
+                        }
+                        Err(refused) => refused,
+                    }
+                }
+            })
+            .get(move |request: axum::extract::Request| {
+                let edge = read_edge.clone();
+                async move {
+                    let query =
+                        axum::extract::Query::<crate::inbox::ConversationQuery>::try_from_uri(
+                            request.uri(),
+                        );
+                    match (owner_request(&edge, request, false).await, query) {
+                        (Err(refused), _) => refused,
+                        (Ok(_), Err(error)) => crate::hub::refusal(
+                            StatusCode::BAD_REQUEST,
+                            &format!("expected `?bot=NAME[&machine=ID][&after=SEQ]`: {error}"),
+                        ),
+                        (Ok(_), Ok(query)) => {
+                            crate::inbox::conversation(&edge.state.hub, query.0).await
+                        }
+                    }
+                }
+            }),
+        )
+        .route(
+            paddock_client::fleet::AGENT_STOP_PATH,
+            post(move |request: axum::extract::Request| {
+                let edge = stop_edge.clone();
+                async move {
+                    match owner_request(&edge, request, true).await {
+                        Ok((_, body)) => crate::inbox::stop_agent(&edge.state.hub, &body).await,
+                        Err(refused) => refused,
+                    }
+                }
+            }),
+        )
         .route(
             "/mcp",
             post(move |request: axum::extract::Request| {
@@ -273,19 +335,8 @@ async fn mcp_post(
     request: axum::extract::Request,
 ) -> Response {
     let (mut parts, body) = request.into_parts();
-    let caller = async {
-        let crate::auth::Presented::ApiKey(key) =
-            crate::auth::presented(&parts.headers, &edge.metadata_url)?;
-        let caller = crate::auth::authenticate(&edge.state.store, key, &edge.metadata_url).await?;
-        edge.limits.check_key(&caller.key_hash)?;
-        Ok::<_, crate::auth::Refusal>(caller)
-    };
-    let caller = match caller.await {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let bytes = match crate::limits::read_body(body, edge.state.config.body_limit_bytes).await {
-        Ok(bytes) => bytes,
+    let (caller, bytes) = match caller_and_body(edge, &parts.headers, body).await {
+        Ok(found) => found,
         Err(refusal) => return refusal.into_response(),
     };
     // The credential has done its work; nothing after the edge sees it.
@@ -309,6 +360,40 @@ async fn mcp_post(
         .insert(paddock_tools::server::RequestCtx(ctx));
     let request = http::Request::from_parts(parts, axum::body::Body::from(bytes));
     service.handle(request).await.into_response()
+}
+
+/// The auth table, the per-key bucket, then the body (counted as it arrives): what every
+/// API-key route runs before its own work.
+async fn caller_and_body(
+    edge: &Edge,
+    headers: &http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<(crate::auth::Caller, axum::body::Bytes), crate::auth::Refusal> {
+    let crate::auth::Presented::ApiKey(key) = crate::auth::presented(headers, &edge.metadata_url)?;
+    let caller = crate::auth::authenticate(&edge.state.store, key, &edge.metadata_url).await?;
+    edge.limits.check_key(&caller.key_hash)?;
+    let bytes = crate::limits::read_body(body, edge.state.config.body_limit_bytes).await?;
+    Ok((caller, bytes))
+}
+
+/// An owner's request to the message routes: authenticated like `/mcp`; one that changes
+/// something (`writes`) needs a key whose profile is not `readonly`.
+async fn owner_request(
+    edge: &Edge,
+    request: axum::extract::Request,
+    writes: bool,
+) -> Result<(crate::auth::Caller, axum::body::Bytes), Response> {
+    let (parts, body) = request.into_parts();
+    let (caller, bytes) = caller_and_body(edge, &parts.headers, body)
+        .await
+        .map_err(crate::auth::Refusal::into_response)?;
+    if writes && caller.profile == paddock_tools::PolicyProfile::Readonly {
+        return Err(crate::hub::refusal(
+            StatusCode::FORBIDDEN,
+            "a `readonly` API key cannot message or stop bots",
+        ));
+    }
+    Ok((caller, bytes))
 }
 
 fn json(status: StatusCode, body: String) -> Response {

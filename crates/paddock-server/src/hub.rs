@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
 use crate::credential::{self, CredentialHash, CredentialKind};
-use crate::store::{MachineRecord, Presence, ServerStore, StoreError, now_ms};
+use crate::store::{MachineRecord, Presence, ServerStore, StoreError, Unacked, now_ms};
 
 /// How long a host command may take before the caller is told the machine did not answer
 /// (below the server's 60 s request deadline, above the daemon's 45 s device operations).
@@ -152,6 +152,11 @@ impl Hub {
                 }),
             });
         }
+    }
+
+    /// The store the hub keeps presences in.
+    pub fn store(&self) -> &Arc<dyn ServerStore> {
+        &self.store
     }
 
     /// How many daemons hold a control connection to this replica.
@@ -293,6 +298,103 @@ impl Hub {
         }
     }
 
+    /// Tells `machine_id` that bot `unacked.agent_id` has messages waiting (a bodiless
+    /// notice); the daemon's answer.
+    pub async fn wake(&self, machine_id: &str, unacked: Unacked) -> Result<Value, ToolError> {
+        self.command(
+            machine_id,
+            HostCommand::AgentWake {
+                agent_id: unacked.agent_id,
+                target: paddock_client::fleet::FLEET_OWNER_DM.to_owned(),
+                latest_seq: unacked.latest_seq,
+                count: unacked.count,
+            },
+        )
+        .await
+    }
+
+    /// Stops bot `agent_id`'s running session on `machine_id`.
+    pub async fn stop_agent(&self, machine_id: &str, agent_id: &str) -> Result<Value, ToolError> {
+        self.command(
+            machine_id,
+            HostCommand::AgentStop {
+                agent_id: agent_id.to_owned(),
+            },
+        )
+        .await
+    }
+
+    /// Wakes each bot of `machine_id` that has messages its daemon has not taken.
+    async fn wake_waiting(&self, machine_id: &str) {
+        let waiting = match self.store.unacked_agents(machine_id.to_owned()).await {
+            Ok(waiting) => waiting,
+            Err(error) => {
+                warn!(%error, machine = %machine_id, "could not read the messages waiting for a machine's bots");
+                return;
+            }
+        };
+        for unacked in waiting {
+            let agent = unacked.agent_id.clone();
+            if let Err(error) = self.wake(machine_id, unacked).await {
+                warn!(machine = %machine_id, bot = %agent, error = %error.message, "a bot with waiting messages could not be woken");
+            }
+        }
+    }
+
+    /// The machine whose daemon defines bot `bot` (a machine id or name in `machine` picks
+    /// one when several do).
+    pub async fn machine_of_bot(
+        &self,
+        bot: &str,
+        machine: Option<&str>,
+    ) -> Result<String, (StatusCode, String)> {
+        let snapshot = self
+            .snapshot()
+            .await
+            .map_err(|error| (StatusCode::SERVICE_UNAVAILABLE, error.message))?;
+        let holders: Vec<&MachineRecord> = snapshot
+            .machines
+            .iter()
+            .filter(|record| record.revoked_at_ms.is_none())
+            .filter(|record| {
+                machine.is_none_or(|wanted| record.id == wanted || record.name == wanted)
+            })
+            .filter(|record| {
+                snapshot.presences.iter().any(|presence| {
+                    presence.machine_id == record.id
+                        && StoredInventory::parse(&presence.inventory)
+                            .bots
+                            .iter()
+                            .any(|known| known == bot)
+                })
+            })
+            .collect();
+        match holders.as_slice() {
+            [one] => Ok(one.id.clone()),
+            [] => Err((
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no bot `{bot}` on {}; a daemon lists its bots (`paddock bot add`) once it has connected",
+                    machine.map_or("any joined machine".to_owned(), |name| format!(
+                        "machine `{name}`"
+                    ))
+                ),
+            )),
+            several => Err((
+                StatusCode::CONFLICT,
+                format!(
+                    "bot `{bot}` is defined on {} machines ({}); name one with `machine`",
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|record| record.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
     /// The machine that holds `device_id`, from the inventories.
     async fn machine_of(&self, device_id: &str) -> Result<String, ToolError> {
         let devices = self.fleet_devices().await?;
@@ -329,9 +431,7 @@ impl Hub {
                 continue;
             }
             let online = is_live(presence, now);
-            let inventory: Vec<InventoryDevice> =
-                serde_json::from_str(&presence.inventory).unwrap_or_default();
-            for device in inventory {
+            for device in StoredInventory::parse(&presence.inventory).devices {
                 devices.push(FleetDevice {
                     id: device.id,
                     machine_id: machine.id.clone(),
@@ -358,8 +458,8 @@ impl Hub {
                     .into_iter()
                     .find(|presence| presence.machine_id == machine_id)
                     .map(|presence| presence.inventory)
-                    .unwrap_or_else(|| "[]".to_owned()),
-                Err(_) => "[]".to_owned(),
+                    .unwrap_or_else(|| StoredInventory::EMPTY.to_owned()),
+                Err(_) => StoredInventory::EMPTY.to_owned(),
             },
         };
         let presence = Presence {
@@ -394,6 +494,12 @@ impl Hub {
         }
         info!(machine = %machine.id, name = %machine.name, "daemon connected");
         self.set_presence(&machine.id, true, None).await;
+        // Messages that arrived while it was away: one wake per bot that has any.
+        {
+            let hub = self.clone();
+            let machine_id = machine.id.clone();
+            tokio::spawn(async move { hub.wake_waiting(&machine_id).await });
+        }
         let welcome = ServerFrame::Welcome {
             machine_id: machine.id.clone(),
             name: machine.name.clone(),
@@ -489,9 +595,10 @@ impl Hub {
 
     async fn on_frame(&self, machine_id: &str, text: &str) {
         match serde_json::from_str::<DaemonFrame>(text) {
-            Ok(DaemonFrame::Inventory { devices }) => {
-                let inventory = serde_json::to_string(&devices).unwrap_or_else(|_| "[]".into());
-                debug!(machine = %machine_id, devices = devices.len(), "inventory");
+            Ok(DaemonFrame::Inventory { devices, bots }) => {
+                debug!(machine = %machine_id, devices = devices.len(), bots = bots.len(), "inventory");
+                let inventory = serde_json::to_string(&StoredInventory { devices, bots })
+                    .unwrap_or_else(|_| StoredInventory::EMPTY.into());
                 self.set_presence(machine_id, true, Some(inventory)).await;
             }
             Ok(DaemonFrame::Result { id, result, error }) => {
@@ -515,36 +622,43 @@ impl Hub {
         headers: HeaderMap,
         upgrade: WebSocketUpgrade,
     ) -> Response {
+        let machine = match hub.machine_of_key(&headers).await {
+            Ok(machine) => machine,
+            Err(refused) => return refused,
+        };
+        upgrade
+            .max_message_size(MAX_FRAME_BYTES)
+            .on_upgrade(move |socket| hub.serve(machine, socket))
+    }
+
+    /// The live machine whose key (`Authorization: Bearer pdk_mk_…`) `headers` carry, or the
+    /// refusal to answer with.
+    pub async fn machine_of_key(&self, headers: &HeaderMap) -> Result<MachineRecord, Response> {
         let key = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
             .filter(|key| credential::well_formed(CredentialKind::Machine, key));
         let Some(key) = key else {
-            return refusal(
+            return Err(refusal(
                 StatusCode::UNAUTHORIZED,
-                "the control connection needs `Authorization: Bearer pdk_mk_…` (the machine key `paddock daemon join` stored)",
-            );
+                "this route needs `Authorization: Bearer pdk_mk_…` (the machine key `paddock daemon join` stored)",
+            ));
         };
-        let machine = match hub.store.machine_by_key(CredentialHash::of(key)).await {
-            Ok(Some(machine)) => machine,
-            Ok(None) => {
-                return refusal(
-                    StatusCode::UNAUTHORIZED,
-                    "unknown or replaced machine key; pair again with `paddock server pair` and `paddock daemon join`",
-                );
-            }
+        match self.store.machine_by_key(CredentialHash::of(key)).await {
+            Ok(Some(machine)) => Ok(machine),
+            Ok(None) => Err(refusal(
+                StatusCode::UNAUTHORIZED,
+                "unknown or replaced machine key; pair again with `paddock server pair` and `paddock daemon join`",
+            )),
             Err(error) => {
                 warn!(%error, "machine key lookup failed");
-                return refusal(
+                Err(refusal(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "the server's database is unavailable",
-                );
+                ))
             }
-        };
-        upgrade
-            .max_message_size(MAX_FRAME_BYTES)
-            .on_upgrade(move |socket| hub.serve(machine, socket))
+        }
     }
 
     /// `POST /api/daemon/activate`: trades a pairing token (once, within its 10 minutes) for a
@@ -687,6 +801,23 @@ enum Relayed {
     },
 }
 
+/// What a presence row keeps of a daemon's last inventory.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct StoredInventory {
+    devices: Vec<InventoryDevice>,
+    #[serde(default)]
+    bots: Vec<String>,
+}
+
+impl StoredInventory {
+    const EMPTY: &'static str = r#"{"devices":[],"bots":[]}"#;
+
+    /// A stored inventory; an unreadable one is empty (the daemon sends a new one on connect).
+    fn parse(json: &str) -> Self {
+        serde_json::from_str(json).unwrap_or_default()
+    }
+}
+
 /// Whether `presence` says its machine is connected, written recently enough to believe (a
 /// replica that died leaves `connected` set).
 fn is_live(presence: &Presence, now_ms: i64) -> bool {
@@ -710,7 +841,7 @@ fn frame_error(error: FrameError) -> ToolError {
     ToolError::new(code, error.message)
 }
 
-fn refusal(status: StatusCode, message: &str) -> Response {
+pub(crate) fn refusal(status: StatusCode, message: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],

@@ -11,6 +11,7 @@ pub mod config;
 pub mod credential;
 pub mod http;
 pub mod hub;
+pub mod inbox;
 pub mod limits;
 pub mod store;
 pub mod tls;

@@ -244,6 +244,11 @@ impl DaemonHarness {
     }
 
     /// Runs `paddock args…` to completion.
+    /// What a detached daemon of this harness logged so far (`<state>/logs/daemon.log`).
+    pub fn detached_log(&self) -> String {
+        std::fs::read_to_string(self.root.path().join("state/logs/daemon.log")).unwrap_or_default()
+    }
+
     pub fn run<I, S>(&self, args: I) -> anyhow::Result<CommandOutput>
     where
         I: IntoIterator<Item = S>,

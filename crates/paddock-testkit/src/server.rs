@@ -107,6 +107,18 @@ impl ServerHarness {
         CommandOutput::of(self.command(args))
     }
 
+    /// Runs `paddock args…` to completion with `env` on top of the harness's environment (an
+    /// owner's `PADDOCK_API_KEY`, say).
+    pub fn run_with_env<I, S>(&self, args: I, env: &[(&str, &str)]) -> anyhow::Result<CommandOutput>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = self.command(args);
+        command.envs(env.iter().copied());
+        CommandOutput::of(command)
+    }
+
     /// `paddock server keys create --name NAME --profile PROFILE`: the key it printed.
     pub fn create_key(&self, name: &str, profile: &str) -> anyhow::Result<String> {
         let output = self

@@ -100,7 +100,7 @@ pub enum MessageCommand {
     },
 }
 
-fn read_text(file: &PathBuf) -> anyhow::Result<String> {
+pub(crate) fn read_text(file: &PathBuf) -> anyhow::Result<String> {
     let size = std::fs::metadata(file)
         .with_context(|| format!("could not read `{}`", file.display()))?
         .len();

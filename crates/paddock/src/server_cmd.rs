@@ -2,10 +2,12 @@
 //! keys and pairing tokens (against the same database, `--database` or
 //! `PADDOCK_SERVER_DATABASE`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use paddock_client::fleet::{AGENT_STOP_PATH, MESSAGES_PATH};
 use paddock_server::store::{self, ApiKeyRecord};
 use paddock_server::{Flags, ServerConfig, credential};
 
@@ -59,6 +61,36 @@ enum ServerCommand {
         #[arg(long)]
         url: String,
     },
+    /// Sends a bot on a joined machine a message (the file's UTF-8 text) through a remote
+    /// server, with the API key from `PADDOCK_API_KEY`; the bot's daemon wakes it.
+    Message {
+        /// The bot's id (`paddock bot add` on its machine).
+        bot: String,
+        /// The message: a UTF-8 file.
+        #[arg(long)]
+        file: PathBuf,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
+    /// Shows a bot's conversation through a remote server: the owners' messages and its
+    /// replies, oldest first.
+    Messages {
+        bot: String,
+        /// Only messages after this sequence number.
+        #[arg(long)]
+        after: Option<i64>,
+        /// The server's JSON answer.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
+    /// Stops a bot's running session on its machine through a remote server.
+    StopBot {
+        bot: String,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Lists the paired machines.
     Machines {
         /// One JSON object per machine.
@@ -67,6 +99,17 @@ enum ServerCommand {
         #[command(flatten)]
         database: DatabaseArg,
     },
+}
+
+/// Where a remote command reaches the server, and which machine it means.
+#[derive(Debug, clap::Args)]
+struct RemoteArgs {
+    /// The server's URL (`https://HOST[:PORT]`); default `PADDOCK_SERVER_URL`.
+    #[arg(long)]
+    url: Option<String>,
+    /// The machine (id or name), when the bot is defined on several.
+    #[arg(long)]
+    machine: Option<String>,
 }
 
 /// How long a pairing token stays valid.
@@ -117,7 +160,141 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
         }) => pair(name, reconnect, database).await,
         Some(ServerCommand::Machines { json, database }) => machines(json, database).await,
         Some(ServerCommand::Mcp { url }) => bridge(&url).await,
+        Some(ServerCommand::Message { bot, file, remote }) => {
+            let text = crate::bot_cmd::read_text(&file)?;
+            let body = serde_json::json!({ "bot": bot, "text": text, "machine": remote.machine });
+            let answer = remote_call(&remote, http::Method::POST, MESSAGES_PATH, body).await?;
+            let seq = answer["seq"].as_i64().unwrap_or_default();
+            let machine = answer["machineId"].as_str().unwrap_or("?");
+            if answer["woken"].as_bool() == Some(true) {
+                println!("#{seq} for {bot} on {machine}: woken");
+            } else {
+                let detail = answer["detail"].as_str().unwrap_or("not woken");
+                println!("#{seq} for {bot} on {machine}: stored; {detail}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(ServerCommand::Messages {
+            bot,
+            after,
+            json,
+            remote,
+        }) => {
+            let mut query = format!("{MESSAGES_PATH}?bot={}", query_value(&bot));
+            if let Some(machine) = &remote.machine {
+                query.push_str(&format!("&machine={}", query_value(machine)));
+            }
+            if let Some(after) = after {
+                query.push_str(&format!("&after={after}"));
+            }
+            let answer =
+                remote_call(&remote, http::Method::GET, &query, serde_json::Value::Null).await?;
+            if json {
+                println!("{answer}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let messages = answer["messages"].as_array().cloned().unwrap_or_default();
+            if messages.is_empty() {
+                println!("no messages");
+            }
+            for message in messages {
+                let arrow = if message["direction"] == "in" {
+                    "→"
+                } else {
+                    "←"
+                };
+                println!(
+                    "#{} {arrow} {} ({}): {}",
+                    message["seq"],
+                    message["target"].as_str().unwrap_or_default(),
+                    message["sender"].as_str().unwrap_or_default(),
+                    message["text"].as_str().unwrap_or_default()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(ServerCommand::StopBot { bot, remote }) => {
+            let body = serde_json::json!({ "bot": bot, "machine": remote.machine });
+            let answer = remote_call(&remote, http::Method::POST, AGENT_STOP_PATH, body).await?;
+            let stopped = answer
+                .pointer("/answer/stopped")
+                .and_then(serde_json::Value::as_bool);
+            println!(
+                "{bot}: {}",
+                if stopped == Some(true) {
+                    "stopped"
+                } else {
+                    "no session was running"
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// `value` percent-encoded for a query string (all but RFC 3986's unreserved characters).
+fn query_value(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(byte).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+/// One request to a remote server's owner routes with `PADDOCK_API_KEY`; its JSON answer, or
+/// the server's refusal as the error.
+async fn remote_call(
+    remote: &RemoteArgs,
+    method: http::Method,
+    path: &str,
+    body: serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
+    let url = remote
+        .url
+        .clone()
+        .or_else(|| env("PADDOCK_SERVER_URL"))
+        .context("name the server with `--url https://HOST[:PORT]` or `PADDOCK_SERVER_URL`")?;
+    let key = env("PADDOCK_API_KEY")
+        .map(paddock_client::SecretString::new)
+        .context("`PADDOCK_API_KEY` is not set\nhint: create a key on the server with `paddock server keys create --name NAME`")?;
+    let base = paddock_daemon::fleet::ServerUrl::parse(&url)?;
+    let tls = std::sync::Arc::new(
+        paddock_credentials::tls_client_config(
+            &paddock_credentials::UpstreamTrust::from_env(),
+            true,
+        )
+        .context("could not load the trusted certificate authorities")?,
+    );
+    let headers = [
+        (http::header::CONTENT_TYPE, "application/json".to_owned()),
+        (
+            http::header::AUTHORIZATION,
+            format!("Bearer {}", key.expose_secret()),
+        ),
+    ];
+    let body = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    let (status, answer) =
+        paddock_daemon::fleet::request(&base, method, path, &headers, body, &tls).await?;
+    let value: serde_json::Value = serde_json::from_slice(&answer).unwrap_or_else(|_| {
+        serde_json::Value::String(String::from_utf8_lossy(&answer).chars().take(300).collect())
+    });
+    if !status.is_success() {
+        let reason = value
+            .pointer("/error/message")
+            .or_else(|| value.get("error"))
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(|| value.to_string(), str::to_owned);
+        anyhow::bail!("the server refused ({}): {reason}", status.as_u16());
+    }
+    Ok(value)
 }
 
 async fn pair(

@@ -16,6 +16,8 @@ use paddock_testkit::{DaemonHarness, RunningServer, ServerHarness};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
+/// A hang deadline, not a speed expectation.
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn check(server: &RunningServer, key: &str, args: &[&str]) -> Value {
     check_with(server, key, args, &[])
@@ -620,4 +622,219 @@ fn a_daemon_joins_over_https_and_wss_trusting_a_private_ca() {
     assert_eq!(report["device"]["online"], true, "{report}");
     assert_eq!(report["ui"]["isError"], false, "{}", report["ui"]);
     assert!(server.log_text().contains("daemon connected"));
+}
+
+/// A bash tool call, as Claude Code makes it.
+fn bash(id: &str, command: &str) -> paddock_testkit::model::Turn {
+    paddock_testkit::model::Turn::tool(
+        id,
+        "Bash",
+        serde_json::json!({ "command": command, "description": "Run a command" }),
+    )
+}
+
+/// What the agent runs to call the fleet's data plane through the credential proxy with its
+/// voucher, as any tool in its session could: `read` (granted), `send` (not granted: replies
+/// go through `paddock message send` and the PII pipeline), and whether a runner key is
+/// anywhere in its environment. (Debian's own Python: the launch sandbox keeps the agent out of
+/// the tester's home, where a pyenv shim may come first on `PATH`.)
+const AS_THE_AGENT: &str = r#"/usr/bin/python3 - <<'PY'
+import json, os, urllib.request, urllib.error
+url = os.environ["PADDOCK_FLEET_URL"]
+voucher = open(os.environ["PADDOCK_PROXY_TOKEN_FILE"]).read().strip()
+def call(op, body):
+    request = urllib.request.Request(url + "/api/agent/" + op, data=json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + voucher, "content-type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+status, body = call("read", {})
+print("read-status", status, "read-body", body)
+print("send-status", call("send", {"target": "/.dm/owner#fleet", "text": "unfiltered"})[0])
+print("runner-key-in-env", any("pdk_rk_" in value for value in os.environ.values()))
+PY"#;
+
+#[test]
+fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
+    const BODY: &str = "Please confirm fleet order 4471 for Ada.";
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    let server = servers.spawn(&[]).unwrap();
+    let key = servers.create_key("owner-key", "no-commerce").unwrap();
+    let readonly = servers.create_key("watcher", "readonly").unwrap();
+    let model = ScriptedModel::start(vec![
+        bash("call_pull", "paddock inbox pull"),
+        bash("call_proxy", AS_THE_AGENT),
+        bash(
+            "call_send",
+            "printf 'Order confirmed, card 4111 1111 1111 1111.' > reply.txt && paddock message send --target '/.dm/owner#fleet' --file reply.txt",
+        ),
+        paddock_testkit::model::Turn::text("Replied."),
+        // Woken again after the daemon came back: the message that waited on the server.
+        paddock_testkit::model::Turn::text("Back."),
+    ])
+    .unwrap();
+    let mut daemon = DaemonHarness::new(BIN).unwrap();
+    daemon.with_agent_clis().unwrap();
+    daemon
+        .write_anthropic_config(&model.base_url(), "sk-ant-fleet-bots-key", "")
+        .unwrap();
+    daemon.start_detached(&["--web-warm", "0"]).unwrap();
+    let machine = join(&servers, &server, &daemon, "bots");
+    let work = tempfile::tempdir().unwrap();
+    daemon
+        .run([
+            "bot",
+            "add",
+            "helper",
+            "--backend",
+            "claude",
+            "--cwd",
+            work.path().to_str().unwrap(),
+            // Claude Code refuses to skip permissions as root (CI runs as root).
+            "--permissions",
+            "allow",
+        ])
+        .unwrap()
+        .success()
+        .unwrap();
+    let message = work.path().join("message.txt");
+    std::fs::write(&message, BODY).unwrap();
+    let url = server.url();
+    let owner = |args: &[&str], key: &str| {
+        let mut all = vec!["server"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--url", &url]);
+        servers
+            .run_with_env(&all, &[("PADDOCK_API_KEY", key)])
+            .unwrap()
+    };
+    let send = |key: &str| {
+        owner(
+            &["message", "helper", "--file", message.to_str().unwrap()],
+            key,
+        )
+    };
+
+    // A readonly key may read but not message.
+    let refused = send(&readonly);
+    assert!(!refused.output.status.success(), "{refused}");
+    assert!(refused.stderr().contains("(403)"), "{refused}");
+    // The bot becomes known to the server with the daemon's next inventory.
+    let sent = paddock_testkit::wait_until(DEADLINE, || {
+        let sent = send(&key);
+        sent.output.status.success().then_some(sent)
+    })
+    .unwrap();
+    assert_eq!(
+        sent.stdout().trim(),
+        format!("#1 for helper on {machine}: woken"),
+        "{sent}"
+    );
+
+    let conversation = |key: &str| -> Vec<Value> {
+        let out = owner(&["messages", "helper", "--json"], key)
+            .success()
+            .unwrap();
+        let value: Value = serde_json::from_str(out.stdout().trim()).unwrap();
+        value["messages"].as_array().unwrap().clone()
+    };
+    let reply = paddock_testkit::wait_until(DEADLINE, || {
+        conversation(&readonly)
+            .into_iter()
+            .find(|message| message["direction"] == "out")
+    })
+    .unwrap_or_else(|error| {
+        panic!(
+            "no reply: {error}\nmodel was sent:\n{}\ndaemon log:\n{}",
+            model
+                .scripted_requests()
+                .iter()
+                .map(|request| request.body.to_string())
+                .collect::<Vec<_>>()
+                .join("\n---\n"),
+            daemon.detached_log()
+        )
+    });
+    assert_eq!(reply["target"], "/.dm/owner#fleet", "{reply}");
+    assert_eq!(reply["sender"], "helper", "{reply}");
+    let text = reply["text"].as_str().unwrap();
+    assert!(text.starts_with("Order confirmed, card "), "{text}");
+    assert!(
+        !text.contains("4111 1111 1111 1111"),
+        "the bot's PII pipeline ran before the server got the reply: {text}"
+    );
+
+    let requests = model.scripted_requests();
+    let notice = requests[0].last_user_text();
+    assert!(
+        notice
+            .trim_end()
+            .ends_with("[inbox notice: 1 new in /.dm/owner#fleet from owner-key, latest #1]"),
+        "woken with the notice alone: {notice}"
+    );
+    assert!(
+        !requests[0].body.to_string().contains(BODY),
+        "no body in the notice"
+    );
+    assert!(
+        requests[1].body.to_string().contains(BODY),
+        "`paddock inbox pull` took the body from the server"
+    );
+    let proxied = requests[2].body.to_string();
+    assert!(proxied.contains("read-status 200"), "{proxied}");
+    assert!(
+        proxied.contains("Please confirm fleet order 4471"),
+        "the voucher reads the conversation through the proxy: {proxied}"
+    );
+    assert!(proxied.contains("send-status 403"), "{proxied}");
+    assert!(proxied.contains("runner-key-in-env False"), "{proxied}");
+
+    // The owner stops the running session through the server.
+    let stopped = owner(&["stop-bot", "helper"], &key).success().unwrap();
+    assert_eq!(stopped.stdout().trim(), "helper: stopped", "{stopped}");
+    let again = owner(&["stop-bot", "helper"], &key).success().unwrap();
+    assert_eq!(again.stdout().trim(), "helper: no session was running");
+
+    // A message while the daemon is away waits on the server; the daemon takes it when it
+    // reconnects, and the bot is woken.
+    daemon.run(["daemon", "stop"]).unwrap().success().unwrap();
+    std::fs::write(&message, "A question while you were away.").unwrap();
+    let waiting = paddock_testkit::wait_until(DEADLINE, || {
+        let sent = send(&key);
+        (sent.output.status.success() && sent.stdout().contains("stored;")).then_some(sent)
+    })
+    .unwrap();
+    assert!(waiting.stdout().starts_with("#3 for helper"), "{waiting}");
+    daemon.start_detached(&["--web-warm", "0"]).unwrap();
+    paddock_testkit::wait_until(DEADLINE, || {
+        (model.scripted_requests().len() >= 5).then_some(())
+    })
+    .unwrap_or_else(|error| {
+        panic!(
+            "not woken after the reconnect: {error}\n{}",
+            daemon.detached_log()
+        )
+    });
+    let woken = model.scripted_requests()[4].last_user_text();
+    assert!(
+        woken
+            .trim_end()
+            .ends_with("[inbox notice: 1 new in /.dm/owner#fleet from owner-key, latest #2]"),
+        "{woken}"
+    );
+
+    // No runner key, machine key or API key in either log.
+    for (what, log) in [
+        ("server", server.log_text()),
+        ("daemon", daemon.detached_log()),
+    ] {
+        for prefix in ["pdk_rk_", "pdk_mk_", "pdk_sk_"] {
+            assert!(
+                !log.contains(prefix),
+                "{what} log holds a {prefix} value:\n{log}"
+            );
+        }
+    }
 }

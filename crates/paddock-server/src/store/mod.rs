@@ -16,6 +16,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/0001_fleet.sql")),
     (2, include_str!("../../migrations/0002_device_leases.sql")),
     (3, include_str!("../../migrations/0003_relay.sql")),
+    (4, include_str!("../../migrations/0004_agent_inbox.sql")),
 ];
 
 /// The table that records which migrations ran.
@@ -131,9 +132,32 @@ pub struct Presence {
     /// The replica holding the machine's control connection.
     pub replica_id: String,
     pub connected: bool,
-    /// The device inventory the machine last reported (JSON array).
+    /// The devices and bots the machine last reported (JSON: `{"devices": […], "bots": […]}`).
     pub inventory: String,
     pub updated_at_ms: i64,
+}
+
+/// One message of an agent's conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentMessage {
+    /// Numbered per agent, both directions together, from 1.
+    pub seq: i64,
+    /// To the agent (from an owner), or from it.
+    pub inbound: bool,
+    /// The channel ref, as in `/.dm/owner#fleet`.
+    pub target: String,
+    /// An API key's name for an inbound message, the agent's id for an outbound one.
+    pub sender: String,
+    pub body: String,
+    pub created_at_ms: i64,
+}
+
+/// Inbound messages an agent's daemon has not taken yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unacked {
+    pub agent_id: String,
+    pub count: i64,
+    pub latest_seq: i64,
 }
 
 /// The server's persistent state.
@@ -196,7 +220,14 @@ pub trait ServerStore: Send + Sync + std::fmt::Debug {
         agent_id: String,
         now_ms: i64,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
-    /// `(machine_id, agent_id)` of a live runner key.
+    /// Revokes every live runner key of `agent_id` on `machine_id` (a new one replaces them).
+    fn revoke_runner_keys(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// `(machine_id, agent_id)` of a live runner key of a live machine.
     fn runner_key(
         &self,
         key: CredentialHash,
@@ -227,6 +258,42 @@ pub trait ServerStore: Send + Sync + std::fmt::Debug {
         device_id: String,
         now_ms: i64,
     ) -> BoxFuture<'_, Result<Option<String>, StoreError>>;
+
+    /// Appends a message to the conversation of `agent_id` on `machine_id`; its sequence
+    /// number.
+    fn append_agent_message(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        message: AgentMessage,
+    ) -> BoxFuture<'_, Result<i64, StoreError>>;
+    /// The agent's messages after `after_seq`, oldest first, at most `limit`; only those to it
+    /// when `inbound_only`.
+    fn agent_messages(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        after_seq: i64,
+        inbound_only: bool,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<AgentMessage>, StoreError>>;
+    /// How far the agent's daemon took its inbound messages.
+    fn agent_acked(
+        &self,
+        machine_id: String,
+        agent_id: String,
+    ) -> BoxFuture<'_, Result<i64, StoreError>>;
+    /// Moves the agent's acknowledged boundary up to `upto` (never down, never past its last
+    /// message); the boundary now.
+    fn ack_agent(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        upto: i64,
+    ) -> BoxFuture<'_, Result<i64, StoreError>>;
+    /// The agents of `machine_id` with inbound messages their daemon has not taken.
+    fn unacked_agents(&self, machine_id: String)
+    -> BoxFuture<'_, Result<Vec<Unacked>, StoreError>>;
 
     /// Posts `body` to replica `to_replica` (a daemon connected there, a request served here):
     /// its listener receives it once, after the bodies this caller posted to it before.

@@ -20,8 +20,8 @@ use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream}
 use tokio_postgres::{AsyncMessage, Client, Config, Row};
 
 use super::{
-    ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence, RELAY_BUFFER,
-    ServerStore, StoreError, now_ms, redact_password,
+    AgentMessage, ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence,
+    RELAY_BUFFER, ServerStore, StoreError, Unacked, now_ms, redact_password,
 };
 use crate::credential::CredentialHash;
 
@@ -738,6 +738,24 @@ impl ServerStore for PostgresStore {
         })
     }
 
+    fn revoke_runner_keys(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.run(move |client| {
+            Box::pin(async move {
+                client
+                    .execute(
+                        "UPDATE runner_keys SET revoked_at_ms = $3 WHERE machine_id = $1 AND agent_id = $2 AND revoked_at_ms IS NULL",
+                        &[&machine_id, &agent_id, &now_ms],
+                    )
+                    .await
+            })
+        })
+    }
+
     fn runner_key(
         &self,
         key: CredentialHash,
@@ -746,7 +764,8 @@ impl ServerStore for PostgresStore {
             Box::pin(async move {
                 let row = client
                     .query_opt(
-                        "SELECT machine_id, agent_id FROM runner_keys WHERE key_hash = $1 AND revoked_at_ms IS NULL",
+                        "SELECT r.machine_id, r.agent_id FROM runner_keys r JOIN machines m ON m.id = r.machine_id
+                         WHERE r.key_hash = $1 AND r.revoked_at_ms IS NULL AND m.revoked_at_ms IS NULL",
                         &[&key.as_str()],
                     )
                     .await?;
@@ -883,6 +902,147 @@ impl ServerStore for PostgresStore {
                     )
                     .await?;
                 row.map(|row| row.try_get(0)).transpose()
+            })
+        })
+    }
+
+    fn append_agent_message(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        message: AgentMessage,
+    ) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(move |client| {
+            Box::pin(async move {
+                let transaction = client.transaction().await?;
+                // The cursor row's lock orders two replicas appending for one agent.
+                let seq: i64 = transaction
+                    .query_one(
+                        "INSERT INTO agent_cursors (machine_id, agent_id, last_seq, acked) VALUES ($1, $2, 1, 0)
+                         ON CONFLICT (machine_id, agent_id) DO UPDATE SET last_seq = agent_cursors.last_seq + 1
+                         RETURNING last_seq",
+                        &[&machine_id, &agent_id],
+                    )
+                    .await?
+                    .try_get(0)?;
+                transaction
+                    .execute(
+                        "INSERT INTO agent_messages (machine_id, agent_id, seq, inbound, target, sender, body, created_at_ms)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                        &[
+                            &machine_id,
+                            &agent_id,
+                            &seq,
+                            &i64::from(message.inbound),
+                            &message.target,
+                            &message.sender,
+                            &message.body,
+                            &message.created_at_ms,
+                        ],
+                    )
+                    .await?;
+                transaction.commit().await?;
+                Ok(seq)
+            })
+        })
+    }
+
+    fn agent_messages(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        after_seq: i64,
+        inbound_only: bool,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<AgentMessage>, StoreError>> {
+        self.run(move |client| {
+            Box::pin(async move {
+                let rows = client
+                    .query(
+                        "SELECT seq, inbound, target, sender, body, created_at_ms FROM agent_messages
+                         WHERE machine_id = $1 AND agent_id = $2 AND seq > $3 AND (inbound = 1 OR $4 = 0)
+                         ORDER BY seq LIMIT $5",
+                        &[&machine_id, &agent_id, &after_seq, &i64::from(inbound_only), &limit],
+                    )
+                    .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(AgentMessage {
+                            seq: row.try_get(0)?,
+                            inbound: row.try_get::<_, i64>(1)? != 0,
+                            target: row.try_get(2)?,
+                            sender: row.try_get(3)?,
+                            body: row.try_get(4)?,
+                            created_at_ms: row.try_get(5)?,
+                        })
+                    })
+                    .collect()
+            })
+        })
+    }
+
+    fn agent_acked(
+        &self,
+        machine_id: String,
+        agent_id: String,
+    ) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(move |client| {
+            Box::pin(async move {
+                let row = client
+                    .query_opt(
+                        "SELECT acked FROM agent_cursors WHERE machine_id = $1 AND agent_id = $2",
+                        &[&machine_id, &agent_id],
+                    )
+                    .await?;
+                row.map_or(Ok(0), |row| row.try_get(0))
+            })
+        })
+    }
+
+    fn ack_agent(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        upto: i64,
+    ) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(move |client| {
+            Box::pin(async move {
+                let row = client
+                    .query_opt(
+                        "UPDATE agent_cursors SET acked = GREATEST(acked, LEAST($3, last_seq))
+                         WHERE machine_id = $1 AND agent_id = $2 RETURNING acked",
+                        &[&machine_id, &agent_id, &upto],
+                    )
+                    .await?;
+                row.map_or(Ok(0), |row| row.try_get(0))
+            })
+        })
+    }
+
+    fn unacked_agents(
+        &self,
+        machine_id: String,
+    ) -> BoxFuture<'_, Result<Vec<Unacked>, StoreError>> {
+        self.run(move |client| {
+            Box::pin(async move {
+                let rows = client
+                    .query(
+                        "SELECT m.agent_id, COUNT(*), MAX(m.seq) FROM agent_messages m
+                         JOIN agent_cursors c ON c.machine_id = m.machine_id AND c.agent_id = m.agent_id
+                         WHERE m.machine_id = $1 AND m.inbound = 1 AND m.seq > c.acked
+                         GROUP BY m.agent_id ORDER BY m.agent_id",
+                        &[&machine_id],
+                    )
+                    .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(Unacked {
+                            agent_id: row.try_get(0)?,
+                            count: row.try_get(1)?,
+                            latest_seq: row.try_get(2)?,
+                        })
+                    })
+                    .collect()
             })
         })
     }

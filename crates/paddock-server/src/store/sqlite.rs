@@ -10,8 +10,8 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::mpsc;
 
 use super::{
-    ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence, RELAY_BUFFER,
-    ServerStore, StoreError, now_ms,
+    AgentMessage, ApiKeyRecord, MIGRATIONS, MIGRATIONS_TABLE, MachineRecord, Pairing, Presence,
+    RELAY_BUFFER, ServerStore, StoreError, Unacked, now_ms,
 };
 use crate::credential::CredentialHash;
 
@@ -400,6 +400,23 @@ impl ServerStore for SqliteStore {
         })
     }
 
+    fn revoke_runner_keys(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.run(move |connection| {
+            let changed = connection
+                .execute(
+                    "UPDATE runner_keys SET revoked_at_ms = ?3 WHERE machine_id = ?1 AND agent_id = ?2 AND revoked_at_ms IS NULL",
+                    params![machine_id, agent_id, now_ms],
+                )
+                .map_err(database)?;
+            Ok(changed as u64)
+        })
+    }
+
     fn runner_key(
         &self,
         key: CredentialHash,
@@ -407,7 +424,8 @@ impl ServerStore for SqliteStore {
         self.run(move |connection| {
             connection
                 .query_row(
-                    "SELECT machine_id, agent_id FROM runner_keys WHERE key_hash = ?1 AND revoked_at_ms IS NULL",
+                    "SELECT r.machine_id, r.agent_id FROM runner_keys r JOIN machines m ON m.id = r.machine_id
+                     WHERE r.key_hash = ?1 AND r.revoked_at_ms IS NULL AND m.revoked_at_ms IS NULL",
                     params![key.as_str()],
                     |row| Ok((row.get(0)?, row.get(1)?)),
                 )
@@ -514,6 +532,148 @@ impl ServerStore for SqliteStore {
                 )
                 .optional()
                 .map_err(database)
+        })
+    }
+
+    fn append_agent_message(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        message: AgentMessage,
+    ) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(move |connection| {
+            let transaction = connection.unchecked_transaction().map_err(database)?;
+            let seq: i64 = transaction
+                .query_row(
+                    "INSERT INTO agent_cursors (machine_id, agent_id, last_seq, acked) VALUES (?1, ?2, 1, 0)
+                     ON CONFLICT (machine_id, agent_id) DO UPDATE SET last_seq = agent_cursors.last_seq + 1
+                     RETURNING last_seq",
+                    params![machine_id, agent_id],
+                    |row| row.get(0),
+                )
+                .map_err(database)?;
+            transaction
+                .execute(
+                    "INSERT INTO agent_messages (machine_id, agent_id, seq, inbound, target, sender, body, created_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        machine_id,
+                        agent_id,
+                        seq,
+                        i64::from(message.inbound),
+                        message.target,
+                        message.sender,
+                        message.body,
+                        message.created_at_ms
+                    ],
+                )
+                .map_err(database)?;
+            transaction.commit().map_err(database)?;
+            Ok(seq)
+        })
+    }
+
+    fn agent_messages(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        after_seq: i64,
+        inbound_only: bool,
+        limit: i64,
+    ) -> BoxFuture<'_, Result<Vec<AgentMessage>, StoreError>> {
+        self.run(move |connection| {
+            let mut statement = connection
+                .prepare(
+                    "SELECT seq, inbound, target, sender, body, created_at_ms FROM agent_messages
+                     WHERE machine_id = ?1 AND agent_id = ?2 AND seq > ?3 AND (inbound = 1 OR ?4 = 0)
+                     ORDER BY seq LIMIT ?5",
+                )
+                .map_err(database)?;
+            let rows = statement
+                .query_map(
+                    params![machine_id, agent_id, after_seq, i64::from(inbound_only), limit],
+                    |row| {
+                        Ok(AgentMessage {
+                            seq: row.get(0)?,
+                            inbound: row.get::<_, i64>(1)? != 0,
+                            target: row.get(2)?,
+                            sender: row.get(3)?,
+                            body: row.get(4)?,
+                            created_at_ms: row.get(5)?,
+                        })
+                    },
+                )
+                .map_err(database)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(database)
+        })
+    }
+
+    fn agent_acked(
+        &self,
+        machine_id: String,
+        agent_id: String,
+    ) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .query_row(
+                    "SELECT acked FROM agent_cursors WHERE machine_id = ?1 AND agent_id = ?2",
+                    params![machine_id, agent_id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map(|acked| acked.unwrap_or(0))
+                .map_err(database)
+        })
+    }
+
+    fn ack_agent(
+        &self,
+        machine_id: String,
+        agent_id: String,
+        upto: i64,
+    ) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(move |connection| {
+            connection
+                .execute(
+                    "UPDATE agent_cursors SET acked = MAX(acked, MIN(?3, last_seq)) WHERE machine_id = ?1 AND agent_id = ?2",
+                    params![machine_id, agent_id, upto],
+                )
+                .map_err(database)?;
+            connection
+                .query_row(
+                    "SELECT acked FROM agent_cursors WHERE machine_id = ?1 AND agent_id = ?2",
+                    params![machine_id, agent_id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map(|acked| acked.unwrap_or(0))
+                .map_err(database)
+        })
+    }
+
+    fn unacked_agents(
+        &self,
+        machine_id: String,
+    ) -> BoxFuture<'_, Result<Vec<Unacked>, StoreError>> {
+        self.run(move |connection| {
+            let mut statement = connection
+                .prepare(
+                    "SELECT m.agent_id, COUNT(*), MAX(m.seq) FROM agent_messages m
+                     JOIN agent_cursors c ON c.machine_id = m.machine_id AND c.agent_id = m.agent_id
+                     WHERE m.machine_id = ?1 AND m.inbound = 1 AND m.seq > c.acked
+                     GROUP BY m.agent_id ORDER BY m.agent_id",
+                )
+                .map_err(database)?;
+            let rows = statement
+                .query_map(params![machine_id], |row| {
+                    Ok(Unacked {
+                        agent_id: row.get(0)?,
+                        count: row.get(1)?,
+                        latest_seq: row.get(2)?,
+                    })
+                })
+                .map_err(database)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(database)
         })
     }
 
