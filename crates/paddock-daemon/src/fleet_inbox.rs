@@ -223,9 +223,9 @@ fn refused(status: http::StatusCode, answer: &[u8]) -> FleetInboxError {
     let message = serde_json::from_slice::<serde_json::Value>(answer)
         .ok()
         .and_then(|value| {
-            value["error"]
+            value["error"]["message"]
                 .as_str()
-                .or_else(|| value["error"]["message"].as_str())
+                .or_else(|| value["error"].as_str())
                 .map(str::to_owned)
         })
         .unwrap_or_else(|| String::from_utf8_lossy(answer).chars().take(200).collect());

@@ -841,11 +841,23 @@ fn frame_error(error: FrameError) -> ToolError {
     ToolError::new(code, error.message)
 }
 
+/// A refusal in the edge's shape, `{"error": {"code", "message"}}`, with a code for its status.
 pub(crate) fn refusal(status: StatusCode, message: &str) -> Response {
+    let code = match status {
+        StatusCode::BAD_REQUEST => "invalid_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::CONFLICT => "conflict",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::BAD_GATEWAY => "upstream_error",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        _ => "internal_error",
+    };
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        serde_json::json!({ "error": message }).to_string(),
+        serde_json::json!({ "error": { "code": code, "message": message } }).to_string(),
     )
         .into_response()
 }

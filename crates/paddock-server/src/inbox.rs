@@ -208,13 +208,10 @@ pub async fn agent_route(
         &body
     };
     let bad = |error: serde_json::Error| {
-        (
+        refusal(
             StatusCode::BAD_REQUEST,
-            [(header::CONTENT_TYPE, "application/json")],
-            json!({ "error": format!("the request body does not fit `{operation}`: {error}") })
-                .to_string(),
+            &format!("the request body does not fit `{operation}`: {error}"),
         )
-            .into_response()
     };
     match operation.as_str() {
         "inboxPull" => {

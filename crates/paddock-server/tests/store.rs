@@ -158,6 +158,138 @@ async fn store_suite(a: Arc<dyn ServerStore>, b: Arc<dyn ServerStore>) {
         Some(("machine-1".to_owned(), "agent-1".to_owned()))
     );
     assert!(b.runner_key(hash("pdk_rk_other")).await.unwrap().is_none());
+    // A new key for the agent replaces the old ones; other agents keep theirs.
+    a.insert_runner_key(
+        hash("pdk_rk_else"),
+        "machine-1".into(),
+        "agent-2".into(),
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        b.revoke_runner_keys("machine-1".into(), "agent-1".into(), now + 1)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(a.runner_key(hash("pdk_rk_one")).await.unwrap().is_none());
+    assert!(a.runner_key(hash("pdk_rk_else")).await.unwrap().is_some());
+
+    // An agent's conversation: one numbering for both directions, replicas appending at once
+    // never share a number, and the acknowledged boundary only moves up to the last message.
+    let message = |inbound: bool, body: &str| store::AgentMessage {
+        seq: 0,
+        inbound,
+        target: "/.dm/owner#fleet".into(),
+        sender: if inbound { "owner-key" } else { "agent-1" }.into(),
+        body: body.into(),
+        created_at_ms: now,
+    };
+    let appenders = (0..10).map(|index| {
+        let store = if index % 2 == 0 { a.clone() } else { b.clone() };
+        let message = message(true, &format!("body {index}"));
+        tokio::spawn(async move {
+            store
+                .append_agent_message("machine-1".into(), "agent-1".into(), message)
+                .await
+        })
+    });
+    let mut seqs = Vec::new();
+    for appender in appenders {
+        seqs.push(appender.await.unwrap().unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=10).collect::<Vec<i64>>());
+    let reply = b
+        .append_agent_message(
+            "machine-1".into(),
+            "agent-1".into(),
+            message(false, "a reply"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply, 11);
+    let inbound = a
+        .agent_messages("machine-1".into(), "agent-1".into(), 8, true, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        inbound
+            .iter()
+            .map(|message| message.seq)
+            .collect::<Vec<_>>(),
+        vec![9, 10]
+    );
+    assert!(inbound.iter().all(|message| message.inbound));
+    let all = b
+        .agent_messages("machine-1".into(), "agent-1".into(), 9, false, 100)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1], {
+        let mut expected = message(false, "a reply");
+        expected.seq = 11;
+        expected
+    });
+    assert!(
+        a.agent_messages("machine-1".into(), "agent-2".into(), 0, false, 100)
+            .await
+            .unwrap()
+            .is_empty(),
+        "another agent's conversation is its own"
+    );
+    assert_eq!(
+        a.unacked_agents("machine-1".into()).await.unwrap(),
+        vec![store::Unacked {
+            agent_id: "agent-1".into(),
+            count: 10,
+            latest_seq: 10,
+        }]
+    );
+    assert_eq!(
+        b.agent_acked("machine-1".into(), "agent-1".into())
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        a.ack_agent("machine-1".into(), "agent-1".into(), 4)
+            .await
+            .unwrap(),
+        4
+    );
+    assert_eq!(
+        b.ack_agent("machine-1".into(), "agent-1".into(), 2)
+            .await
+            .unwrap(),
+        4,
+        "never down"
+    );
+    assert_eq!(
+        a.unacked_agents("machine-1".into()).await.unwrap()[0].count,
+        6
+    );
+    assert_eq!(
+        b.ack_agent("machine-1".into(), "agent-1".into(), 99)
+            .await
+            .unwrap(),
+        11,
+        "never past the last message"
+    );
+    assert!(
+        a.unacked_agents("machine-1".into())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        a.ack_agent("machine-1".into(), "agent-none".into(), 5)
+            .await
+            .unwrap(),
+        0,
+        "an agent with no messages has nothing to acknowledge"
+    );
 
     // Presence: an upsert per machine.
     let presence = Presence {

@@ -678,3 +678,171 @@ fn no_key_value_in_logs_audit_lines_bodies_argv_or_the_database() {
         "the SQLite file is not where the search looked"
     );
 }
+
+/// A JSON `POST` to one of the server's non-MCP routes, with `bearer` when given.
+fn api(path: &str, bearer: Option<&str>, body: &str) -> RawRequest {
+    let request = RawRequest::new("POST", path)
+        .header("Content-Type", "application/json")
+        .body(body);
+    match bearer {
+        Some(bearer) => request.header("Authorization", &format!("Bearer {bearer}")),
+        None => request,
+    }
+}
+
+#[test]
+fn the_agent_data_plane_takes_runner_keys_and_owner_routes_take_api_keys() {
+    let mut harness = harness();
+    let key = harness.create_key("owner", "no-commerce").unwrap();
+    let token = harness
+        .run(["server", "pair", "--name", "laptop"])
+        .unwrap()
+        .success()
+        .unwrap()
+        .stdout()
+        .trim()
+        .to_owned();
+    let server = harness.spawn(&[]).unwrap();
+    let port = port(&server);
+    let activated = api(
+        "/api/daemon/activate",
+        None,
+        &json!({ "token": token, "hostname": "laptop", "platform": "linux", "arch": "x86_64" })
+            .to_string(),
+    )
+    .send(port)
+    .unwrap();
+    assert_eq!(activated.status, 200, "{activated:?}");
+    let machine_key = activated.json().unwrap()["machineKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mint = |bearer: Option<&str>, agent: &str| {
+        api(
+            "/api/daemon/runner-keys",
+            bearer,
+            &json!({ "agentId": agent }).to_string(),
+        )
+        .send(port)
+        .unwrap()
+    };
+    // Only a machine key mints runner keys.
+    assert_refused(&mint(None, "helper"), 401, "unauthorized");
+    assert_refused(&mint(Some(&key), "helper"), 401, "unauthorized");
+    assert_refused(&mint(Some(&machine_key), "../etc"), 400, "invalid_request");
+    let runner_key = |response: RawResponse| {
+        assert_eq!(response.status, 200, "{response:?}");
+        response.json().unwrap()["runnerKey"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = runner_key(mint(Some(&machine_key), "helper"));
+    assert!(first.starts_with("pdk_rk_"), "{first}");
+
+    // The data plane takes a live runner key and nothing else.
+    let call = |bearer: Option<&str>, operation: &str, body: &str| {
+        api(&format!("/api/agent/{operation}"), bearer, body)
+            .send(port)
+            .unwrap()
+    };
+    let unknown = format!("pdk_rk_{}", "A".repeat(43));
+    for bearer in [None, Some(key.as_str()), Some(&machine_key), Some(&unknown)] {
+        assert_refused(&call(bearer, "read", "{}"), 401, "unauthorized");
+    }
+    let sent = call(
+        Some(&first),
+        "send",
+        &json!({ "target": "/.dm/owner#fleet", "text": "hello owner" }).to_string(),
+    );
+    assert_eq!(sent.status, 200, "{sent:?}");
+    assert_eq!(sent.json().unwrap()["seq"], 1);
+    let read = call(Some(&first), "read", "{}");
+    let messages = read.json().unwrap()["messages"].clone();
+    assert_eq!(messages[0]["direction"], "out", "{messages}");
+    assert_eq!(messages[0]["sender"], "helper", "{messages}");
+    assert_eq!(messages[0]["text"], "hello owner", "{messages}");
+    let channels = call(Some(&first), "listChannels", "");
+    assert_eq!(
+        channels.json().unwrap()["channels"],
+        json!([{ "target": "/.dm/owner#fleet", "messages": 1, "latestSeq": 1 }])
+    );
+    let pulled = call(Some(&first), "inboxPull", "{}");
+    assert_eq!(
+        pulled.json().unwrap(),
+        json!({ "messages": [], "acked": 0 }),
+        "an outbound message is not in the inbox"
+    );
+    // Bad input: typed refusals, nothing stored.
+    assert_refused(&call(Some(&first), "delete", "{}"), 404, "not_found");
+    assert_refused(
+        &call(Some(&first), "ack", r#"{"upto":"all"}"#),
+        400,
+        "invalid_request",
+    );
+    assert_refused(
+        &call(Some(&first), "inboxPull", r#"{"agentId":"other"}"#),
+        400,
+        "invalid_request",
+    );
+    assert_refused(
+        &call(
+            Some(&first),
+            "send",
+            r#"{"target":"/.dm/owner#fleet","text":""}"#,
+        ),
+        400,
+        "invalid_request",
+    );
+    assert_refused(
+        &call(Some(&first), "send", r#"{"target":"no ref","text":"x"}"#),
+        400,
+        "invalid_request",
+    );
+    // Another bot's key sees its own, empty, conversation.
+    let other = runner_key(mint(Some(&machine_key), "other"));
+    assert_eq!(
+        call(Some(&other), "read", "{}").json().unwrap(),
+        json!({ "messages": [] })
+    );
+    // A new key for a bot replaces the old one.
+    let second = runner_key(mint(Some(&machine_key), "helper"));
+    assert_refused(&call(Some(&first), "read", "{}"), 401, "unauthorized");
+    assert_eq!(
+        call(Some(&second), "read", "{}").json().unwrap()["messages"][0]["text"],
+        "hello owner"
+    );
+
+    // The owner routes take an API key, never a runner or machine key.
+    let message = json!({ "bot": "helper", "text": "hi" }).to_string();
+    for bearer in [None, Some(second.as_str()), Some(&machine_key)] {
+        let refused = api("/api/messages", bearer, &message).send(port).unwrap();
+        assert!(matches!(refused.status, 400 | 401), "{refused:?}");
+    }
+    // No daemon has reported the bot: 404, nothing stored.
+    assert_refused(
+        &api("/api/messages", Some(&key), &message)
+            .send(port)
+            .unwrap(),
+        404,
+        "not_found",
+    );
+    assert_refused(
+        &api("/api/messages", Some(&key), r#"{"bot":"helper"}"#)
+            .send(port)
+            .unwrap(),
+        400,
+        "invalid_request",
+    );
+    let bad_query = RawRequest::new("GET", "/api/messages?bot=..%2Fx")
+        .header("Authorization", &format!("Bearer {key}"))
+        .send(port)
+        .unwrap();
+    assert_refused(&bad_query, 400, "invalid_request");
+
+    // No credential value in the server's log.
+    let log = server.log_text();
+    for secret in [&key, &machine_key, &first, &second, &other] {
+        assert!(!log.contains(secret.as_str()), "{log}");
+    }
+}

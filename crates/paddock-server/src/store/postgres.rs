@@ -960,7 +960,7 @@ impl ServerStore for PostgresStore {
                 let rows = client
                     .query(
                         "SELECT seq, inbound, target, sender, body, created_at_ms FROM agent_messages
-                         WHERE machine_id = $1 AND agent_id = $2 AND seq > $3 AND (inbound = 1 OR $4 = 0)
+                         WHERE machine_id = $1 AND agent_id = $2 AND seq > $3 AND (inbound = 1 OR $4::BIGINT = 0)
                          ORDER BY seq LIMIT $5",
                         &[&machine_id, &agent_id, &after_seq, &i64::from(inbound_only), &limit],
                     )
