@@ -964,12 +964,7 @@ fn parse_mode(text: Option<&str>) -> Result<Mode, ControlError> {
 
 /// Bot ids name directories and channel refs: plain words.
 pub(crate) fn check_bot(bot: &str) -> Result<(), ControlError> {
-    let ok = (1..=64).contains(&bot.len())
-        && bot
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
-        && !bot.starts_with('.');
-    if ok {
+    if paddock_client::control::is_bot_id(bot) {
         Ok(())
     } else {
         Err(invalid(format!(

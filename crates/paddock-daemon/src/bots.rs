@@ -492,39 +492,34 @@ impl BotsHost {
                     "the bot's PII pipeline failed, so nothing was sent: {}",
                     error.message
                 );
-                self.draft(bot, &params.target, &text, "blocked", &reason, &fact)
-                    .await?;
-                return Ok(MessageSendResult {
-                    state: "blocked".to_owned(),
-                    plan: plan_name.to_owned(),
-                    producer_fact_id: fact,
-                    reason: Some(reason),
-                    unseen: Vec::new(),
-                    triggered_filters: Vec::new(),
-                });
+                return self
+                    .blocked(
+                        bot,
+                        &params.target,
+                        &text,
+                        reason,
+                        fact,
+                        plan_name,
+                        Vec::new(),
+                    )
+                    .await;
             }
         };
         if params.target.ends_with(FLEET_SUFFIX)
             && let Err(error) = self.fleet.send(bot, &params.target, &redacted.text).await
         {
             let reason = format!("the fleet server did not take the message: {error}");
-            self.draft(
-                bot,
-                &params.target,
-                &redacted.text,
-                "blocked",
-                &reason,
-                &fact,
-            )
-            .await?;
-            return Ok(MessageSendResult {
-                state: "blocked".to_owned(),
-                plan: plan_name.to_owned(),
-                producer_fact_id: fact,
-                reason: Some(reason),
-                unseen: Vec::new(),
-                triggered_filters: redacted.triggered_filters,
-            });
+            return self
+                .blocked(
+                    bot,
+                    &params.target,
+                    &redacted.text,
+                    reason,
+                    fact,
+                    plan_name,
+                    redacted.triggered_filters,
+                )
+                .await;
         }
         let (id, target, sent, fact_id) = (
             bot.to_owned(),
@@ -542,6 +537,33 @@ impl BotsHost {
             reason: None,
             unseen: Vec::new(),
             triggered_filters: redacted.triggered_filters,
+        })
+    }
+
+    /// Saves `text` as a `blocked` draft with `reason` and answers the send with it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one answer, all required"
+    )]
+    async fn blocked(
+        &self,
+        bot: &str,
+        target: &str,
+        text: &str,
+        reason: String,
+        fact: String,
+        plan: &str,
+        triggered_filters: Vec<String>,
+    ) -> Result<MessageSendResult, ControlError> {
+        self.draft(bot, target, text, "blocked", &reason, &fact)
+            .await?;
+        Ok(MessageSendResult {
+            state: "blocked".to_owned(),
+            plan: plan.to_owned(),
+            producer_fact_id: fact,
+            reason: Some(reason),
+            unseen: Vec::new(),
+            triggered_filters,
         })
     }
 

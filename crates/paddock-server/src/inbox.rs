@@ -51,15 +51,9 @@ impl IntoResponse for Invalid {
     }
 }
 
-/// Bot ids as daemons accept them: 1 to 64 of letters, digits, `-`, `_`, `.`, not starting
-/// with `.`.
+/// Bot ids as daemons accept them ([`paddock_client::control::is_bot_id`]).
 pub fn check_bot(bot: &str) -> Result<(), Invalid> {
-    let ok = (1..=64).contains(&bot.len())
-        && bot
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
-        && !bot.starts_with('.');
-    if ok {
+    if paddock_client::control::is_bot_id(bot) {
         Ok(())
     } else {
         Err(Invalid(
@@ -355,6 +349,14 @@ async fn list_channels(
     }
 }
 
+/// The machine whose daemon defines bot `bot` (checked first), or the refusal to answer with.
+async fn bot_machine(hub: &Hub, bot: &str, machine: Option<&str>) -> Result<String, Response> {
+    check_bot(bot).map_err(IntoResponse::into_response)?;
+    hub.machine_of_bot(bot, machine)
+        .await
+        .map_err(|(status, message)| refusal(status, &message))
+}
+
 /// An owner's `POST /api/messages`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -378,15 +380,12 @@ pub async fn post_message(hub: &Hub, sender: &str, body: &[u8]) -> Response {
             );
         }
     };
-    if let Err(refused) = check_bot(&request.bot).and_then(|()| check_text(&request.text)) {
+    if let Err(refused) = check_text(&request.text) {
         return refused.into_response();
     }
-    let machine_id = match hub
-        .machine_of_bot(&request.bot, request.machine.as_deref())
-        .await
-    {
+    let machine_id = match bot_machine(hub, &request.bot, request.machine.as_deref()).await {
         Ok(machine_id) => machine_id,
-        Err((status, message)) => return refusal(status, &message),
+        Err(refused) => return refused,
     };
     let store = hub.store();
     let message = AgentMessage {
@@ -455,15 +454,9 @@ pub struct ConversationQuery {
 
 /// An owner's `GET /api/messages?bot=…`: the bot's conversation, both directions.
 pub async fn conversation(hub: &Hub, query: ConversationQuery) -> Response {
-    if let Err(refused) = check_bot(&query.bot) {
-        return refused.into_response();
-    }
-    let machine_id = match hub
-        .machine_of_bot(&query.bot, query.machine.as_deref())
-        .await
-    {
+    let machine_id = match bot_machine(hub, &query.bot, query.machine.as_deref()).await {
         Ok(machine_id) => machine_id,
-        Err((status, message)) => return refusal(status, &message),
+        Err(refused) => return refused,
     };
     match hub
         .store()
@@ -505,15 +498,9 @@ pub async fn stop_agent(hub: &Hub, body: &[u8]) -> Response {
             );
         }
     };
-    if let Err(refused) = check_bot(&request.bot) {
-        return refused.into_response();
-    }
-    let machine_id = match hub
-        .machine_of_bot(&request.bot, request.machine.as_deref())
-        .await
-    {
+    let machine_id = match bot_machine(hub, &request.bot, request.machine.as_deref()).await {
         Ok(machine_id) => machine_id,
-        Err((status, message)) => return refusal(status, &message),
+        Err(refused) => return refused,
     };
     match hub.stop_agent(&machine_id, &request.bot).await {
         Ok(answer) => {

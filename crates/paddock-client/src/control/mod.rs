@@ -394,6 +394,16 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Whether `bot` is a bot id: 1 to 64 letters, digits, `-`, `_` or `.`, not starting with `.`
+/// (it names files and channel refs).
+pub fn is_bot_id(bot: &str) -> bool {
+    (1..=64).contains(&bot.len())
+        && bot
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
+        && !bot.starts_with('.')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,14 +48,13 @@ impl SqliteStore {
             }
             let connection = Connection::open(&path).map_err(|error| error.to_string())?;
             restrict(&path).map_err(|error| error.to_string())?;
+            // The busy timeout first: switching to WAL takes a lock that another process
+            // opening the file at the same moment may hold.
             connection
-                .execute_batch(
-                    "PRAGMA journal_mode = WAL;
-                     PRAGMA synchronous = NORMAL;
-                     PRAGMA busy_timeout = 5000;",
-                )
+                .busy_timeout(std::time::Duration::from_secs(5))
                 .map_err(|error| error.to_string())?;
-            migrate(&connection).map_err(|error| error.to_string())?;
+            switch_to_wal(&connection).map_err(|error| format!("switching to WAL: {error}"))?;
+            migrate(&connection).map_err(|error| format!("migrating: {error}"))?;
             Ok(connection)
         })
         .await
@@ -100,6 +99,26 @@ fn restrict(_path: &Path) -> std::io::Result<()> {
 
 /// Runs each pending migration and records it in one `BEGIN IMMEDIATE` transaction, so two
 /// processes opening a fresh file at once apply each migration once.
+/// Puts the database in WAL mode. Another process switching the same new file at the same
+/// moment makes SQLite answer "locked" at once, without its busy handler: that is retried for up
+/// to 5 s.
+fn switch_to_wal(connection: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match connection.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;") {
+            Err(rusqlite::Error::SqliteFailure(failure, _))
+                if matches!(
+                    failure.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn migrate(connection: &Connection) -> rusqlite::Result<()> {
     connection.execute_batch(MIGRATIONS_TABLE)?;
     for (version, sql) in MIGRATIONS {
@@ -634,15 +653,10 @@ impl ServerStore for SqliteStore {
     ) -> BoxFuture<'_, Result<i64, StoreError>> {
         self.run(move |connection| {
             connection
-                .execute(
-                    "UPDATE agent_cursors SET acked = MAX(acked, MIN(?3, last_seq)) WHERE machine_id = ?1 AND agent_id = ?2",
-                    params![machine_id, agent_id, upto],
-                )
-                .map_err(database)?;
-            connection
                 .query_row(
-                    "SELECT acked FROM agent_cursors WHERE machine_id = ?1 AND agent_id = ?2",
-                    params![machine_id, agent_id],
+                    "UPDATE agent_cursors SET acked = MAX(acked, MIN(?3, last_seq))
+                     WHERE machine_id = ?1 AND agent_id = ?2 RETURNING acked",
+                    params![machine_id, agent_id, upto],
                     |row| row.get(0),
                 )
                 .optional()
