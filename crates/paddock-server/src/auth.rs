@@ -21,7 +21,7 @@ use paddock_tools::auth::AuthContextInit;
 use paddock_tools::{AuthContext, AuthKind, Policy, PolicyProfile};
 
 use crate::credential::{self, CredentialHash, CredentialKind};
-use crate::store::ServerStore;
+use crate::store::{ApiKeyRecord, ServerStore};
 
 /// The header for clients that cannot set `Authorization` (spec 002's
 /// `x-mobilerun-cloud-api-key`).
@@ -171,22 +171,116 @@ pub struct Caller {
     pub key_name: String,
 }
 
-/// Looks the key up by its hash (a lookup by hash leaks nothing of the key through timing).
-/// Asked again on every request, so a revocation holds from the next one.
+/// How often a replica asks the store whether any key was revoked.
+pub const KEY_EPOCH_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+/// The most live keys a replica remembers; past it the cache starts over.
+const KEY_CACHE_ENTRIES: usize = 4096;
+
+/// The live API keys this replica looked up, by hash (never by value), while the store's key
+/// epoch has not moved. Every revocation moves the epoch in its own transaction, and the
+/// epoch is polled every [`KEY_EPOCH_POLL`], so a revocation made by any process (`paddock
+/// server keys revoke`, another replica) holds here within that interval; unknown keys are
+/// never cached, so a new key works at once.
+#[derive(Debug, Default)]
+pub struct KeyCache {
+    entries: std::sync::Mutex<CacheState>,
+}
+
+/// The cached keys and how many times they were forgotten: a lookup that began before a
+/// forgetting must not put its (possibly revoked) answer back.
+#[derive(Debug, Default)]
+struct CacheState {
+    generation: u64,
+    keys: std::collections::HashMap<CredentialHash, ApiKeyRecord>,
+}
+
+impl KeyCache {
+    /// The cached record, or the generation to hand [`KeyCache::put`] after a lookup.
+    fn get(&self, hash: &CredentialHash) -> Result<ApiKeyRecord, u64> {
+        let state = self.lock();
+        state.keys.get(hash).cloned().ok_or(state.generation)
+    }
+
+    /// Remembers a live key looked up since `generation`, unless the cache was forgotten since.
+    fn put(&self, generation: u64, hash: CredentialHash, record: ApiKeyRecord) {
+        let mut state = self.lock();
+        if state.generation != generation {
+            return;
+        }
+        if state.keys.len() >= KEY_CACHE_ENTRIES {
+            state.keys.clear();
+        }
+        state.keys.insert(hash, record);
+    }
+
+    fn clear(&self) {
+        let mut state = self.lock();
+        state.generation += 1;
+        state.keys.clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Polls the store's key epoch while the server runs and forgets every key when it moves
+    /// (or cannot be read: then nothing is trusted from memory).
+    pub fn spawn_epoch_watch(self: &Arc<Self>, store: Arc<dyn ServerStore>) {
+        let cache = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut seen: Option<i64> = None;
+            let mut tick = tokio::time::interval(KEY_EPOCH_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(cache) = cache.upgrade() else { return };
+                match store.key_epoch().await {
+                    Ok(epoch) if seen == Some(epoch) => {}
+                    Ok(epoch) => {
+                        cache.clear();
+                        seen = Some(epoch);
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not read the key epoch; forgetting cached keys");
+                        cache.clear();
+                        seen = None;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Looks the key up by its hash (a lookup by hash leaks nothing of the key through timing),
+/// in `cache` first.
 pub async fn authenticate(
     store: &Arc<dyn ServerStore>,
+    cache: &KeyCache,
     key: &str,
     metadata_url: &str,
 ) -> Result<Caller, Refusal> {
     let hash = CredentialHash::of(key);
-    let record = match store.api_key(hash.clone()).await {
-        Ok(record) => record,
-        Err(error) => {
-            tracing::warn!(%error, "could not look up an API key");
-            return Err(Refusal::internal(
-                "the server could not check the API key; try again later",
-            ));
-        }
+    let record = match cache.get(&hash) {
+        Ok(record) => Some(record),
+        Err(generation) => match store.api_key(hash.clone()).await {
+            Ok(record) => {
+                if let Some(live) = record
+                    .as_ref()
+                    .filter(|record| record.revoked_at_ms.is_none())
+                {
+                    cache.put(generation, hash.clone(), live.clone());
+                }
+                record
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not look up an API key");
+                return Err(Refusal::internal(
+                    "the server could not check the API key; try again later",
+                ));
+            }
+        },
     };
     let Some(record) = record.filter(|record| record.revoked_at_ms.is_none()) else {
         return Err(Refusal::unauthorized(metadata_url, INVALID_KEY));
@@ -244,6 +338,32 @@ impl ProfilePolicies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lookup_that_began_before_a_revocation_is_not_remembered() {
+        let cache = KeyCache::default();
+        let record = ApiKeyRecord {
+            id: "k_1".into(),
+            name: "ci".into(),
+            profile: "readonly".into(),
+            created_at_ms: 0,
+            revoked_at_ms: None,
+        };
+        let hash = CredentialHash::of("pdk_sk_one");
+        let Err(generation) = cache.get(&hash) else {
+            panic!("an empty cache had the key");
+        };
+        // The epoch moved while the lookup was in the database.
+        cache.clear();
+        cache.put(generation, hash.clone(), record.clone());
+        let Err(now) = cache.get(&hash) else {
+            panic!("a lookup from before the revocation was remembered");
+        };
+        cache.put(now, hash.clone(), record.clone());
+        assert_eq!(cache.get(&hash), Ok(record));
+        cache.clear();
+        assert!(cache.get(&hash).is_err(), "a revocation forgets every key");
+    }
 
     const METADATA: &str = "https://fleet.example/.well-known/oauth-protected-resource";
 

@@ -186,6 +186,8 @@ struct Edge {
     limits: Arc<crate::limits::RateLimits>,
     policies: crate::auth::ProfilePolicies,
     metadata_url: String,
+    /// The live keys looked up lately, forgotten whenever a key is revoked anywhere.
+    keys: Arc<crate::auth::KeyCache>,
 }
 
 /// `/mcp`: rmcp's stateless Streamable HTTP service with JSON answers; `GET` and `DELETE` are
@@ -217,6 +219,11 @@ fn mcp_router(state: &Arc<ServerState>) -> Router {
         limits,
         policies: crate::auth::ProfilePolicies::new(&state.policy, state.registry.catalog()),
         metadata_url: state.config.metadata_url(),
+        keys: {
+            let keys = Arc::new(crate::auth::KeyCache::default());
+            keys.spawn_epoch_watch(state.store.clone());
+            keys
+        },
     });
     let not_allowed = || async {
         let mut response = json(
@@ -370,7 +377,8 @@ async fn caller_and_body(
     body: axum::body::Body,
 ) -> Result<(crate::auth::Caller, axum::body::Bytes), crate::auth::Refusal> {
     let crate::auth::Presented::ApiKey(key) = crate::auth::presented(headers, &edge.metadata_url)?;
-    let caller = crate::auth::authenticate(&edge.state.store, key, &edge.metadata_url).await?;
+    let caller =
+        crate::auth::authenticate(&edge.state.store, &edge.keys, key, &edge.metadata_url).await?;
     edge.limits.check_key(&caller.key_hash)?;
     let bytes = crate::limits::read_body(body, edge.state.config.body_limit_bytes).await?;
     Ok((caller, bytes))

@@ -59,7 +59,13 @@ async fn store_suite(a: Arc<dyn ServerStore>, b: Arc<dyn ServerStore>) {
         matches!(duplicate, store::StoreError::Duplicate { .. }),
         "{duplicate}"
     );
+    let epoch = a.key_epoch().await.unwrap();
     assert!(b.revoke_api_key("key-1".into(), now + 1).await.unwrap());
+    assert_eq!(
+        a.key_epoch().await.unwrap(),
+        epoch + 1,
+        "a revocation moves the epoch every replica polls"
+    );
     let revoked = a.api_key(hash("pdk_sk_one")).await.unwrap().unwrap();
     assert_eq!(revoked.revoked_at_ms, Some(now + 1));
     // The name is free again once its key is revoked; revoking by name works too.

@@ -838,3 +838,80 @@ fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
         }
     }
 }
+
+#[test]
+fn an_android_phone_on_a_joined_daemon_is_driven_through_the_server() {
+    use paddock_testkit::android::{AdbServer, FakeAndroid, FakeAndroidConfig};
+    let mut servers = ServerHarness::new(BIN).unwrap();
+    let server = servers.spawn(&[]).unwrap();
+    let key = servers.create_key("phones", "no-commerce").unwrap();
+    let adb = AdbServer::start().unwrap();
+    let phone = FakeAndroid::start(FakeAndroidConfig::default()).unwrap();
+    adb.connect(&phone).unwrap();
+    let mut daemon = DaemonHarness::new(BIN).unwrap();
+    daemon.with_adb_server(&adb.socket_env());
+    daemon.start_detached(&["--web-warm", "0"]).unwrap();
+    let machine = join(&servers, &server, &daemon, "phones");
+    let fleet = paddock_testkit::McpHttp {
+        port: server.address.port(),
+        token: key,
+        session: None,
+    };
+    let serial = phone.serial();
+    let call = |tool: &str, arguments: Value| fleet.call(tool, arguments).unwrap();
+    let text = |result: &Value| {
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let listed = paddock_testkit::wait_until(DEADLINE, || {
+        let listed = call("list_devices", serde_json::json!({ "platform": "android" }));
+        listed["structuredContent"]["devices"]
+            .as_array()?
+            .iter()
+            .find(|device| device["device_id"] == serial.as_str())
+            .cloned()
+    })
+    .unwrap();
+    assert_eq!(listed["machine_id"], machine.as_str(), "{listed}");
+    assert_eq!(listed["platform"], "android", "{listed}");
+
+    let started = call(
+        "manage_device_apps",
+        serde_json::json!({ "device_id": serial, "operation": "start", "package": "com.example.notes" }),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    assert!(
+        phone
+            .commands()
+            .iter()
+            .any(|command| command.starts_with("monkey -p com.example.notes")),
+        "{:?}",
+        phone.commands()
+    );
+    let state = call(
+        "get_device_ui_state",
+        serde_json::json!({ "device_id": serial }),
+    );
+    assert!(text(&state).contains("button \"Sign in\""), "{state}");
+    let tapped = call(
+        "device_action",
+        serde_json::json!({ "device_id": serial, "operation": "tap", "text": "Sign in" }),
+    );
+    assert_eq!(tapped["isError"], false, "{tapped}");
+    assert_eq!(phone.screen(), "notes-list");
+    let shot = call(
+        "get_device_screenshot",
+        serde_json::json!({ "device_id": serial }),
+    );
+    assert_eq!(shot["content"][0]["type"], "image", "{shot}");
+    // What the platform lacks answers typed, naming it.
+    let unmapped = call(
+        "configure_device",
+        serde_json::json!({ "device_id": serial, "operation": "set_timezone", "timezone": "UTC" }),
+    );
+    assert_eq!(unmapped["isError"], true, "{unmapped}");
+    assert!(text(&unmapped).starts_with("[invalid_input]"), "{unmapped}");
+    assert!(text(&unmapped).contains("android"), "{unmapped}");
+}

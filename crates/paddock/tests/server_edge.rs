@@ -453,7 +453,13 @@ fn keys_create_once_list_without_values_and_revoke() {
         .unwrap()
         .success()
         .unwrap();
-    let refused = mcp(TOOLS_LIST).bearer(&key).send(port(&server)).unwrap();
+    // The server's key cache forgets within its epoch poll (0.1 s); the deadline only
+    // catches a revocation that never holds.
+    let refused = paddock_testkit::wait_until(Duration::from_secs(30), || {
+        let response = mcp(TOOLS_LIST).bearer(&key).send(port(&server)).ok()?;
+        (response.status == 401).then_some(response)
+    })
+    .unwrap();
     assert_refused(&refused, 401, "unauthorized");
     let listed = harness
         .run(["server", "keys", "ls", "--json"])

@@ -17,6 +17,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../../migrations/0002_device_leases.sql")),
     (3, include_str!("../../migrations/0003_relay.sql")),
     (4, include_str!("../../migrations/0004_agent_inbox.sql")),
+    (5, include_str!("../../migrations/0005_key_epoch.sql")),
 ];
 
 /// The table that records which migrations ran.
@@ -175,9 +176,12 @@ pub trait ServerStore: Send + Sync + std::fmt::Debug {
         hash: CredentialHash,
     ) -> BoxFuture<'_, Result<Option<ApiKeyRecord>, StoreError>>;
     fn list_api_keys(&self) -> BoxFuture<'_, Result<Vec<ApiKeyRecord>, StoreError>>;
-    /// Revokes the key whose id or name is `which`; whether one was revoked now.
+    /// Revokes the key whose id or name is `which`, moving the key epoch in the same
+    /// transaction; whether one was revoked now.
     fn revoke_api_key(&self, which: String, now_ms: i64)
     -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// A counter that every revocation moves: a cache of key lookups is good while it stays.
+    fn key_epoch(&self) -> BoxFuture<'_, Result<i64, StoreError>>;
 
     fn insert_pairing(
         &self,

@@ -569,13 +569,32 @@ impl ServerStore for PostgresStore {
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
         self.run(move |client| {
             Box::pin(async move {
-                let changed = client
+                let transaction = client.transaction().await?;
+                let changed = transaction
                     .execute(
                         "UPDATE api_keys SET revoked_at_ms = $2 WHERE (id = $1 OR name = $1) AND revoked_at_ms IS NULL",
                         &[&which, &now_ms],
                     )
                     .await?;
+                transaction
+                    .execute(
+                        "UPDATE key_epoch SET value = value + 1 WHERE name = 'api_keys'",
+                        &[],
+                    )
+                    .await?;
+                transaction.commit().await?;
                 Ok(changed > 0)
+            })
+        })
+    }
+
+    fn key_epoch(&self) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(|client| {
+            Box::pin(async move {
+                client
+                    .query_one("SELECT value FROM key_epoch WHERE name = 'api_keys'", &[])
+                    .await?
+                    .try_get(0)
             })
         })
     }

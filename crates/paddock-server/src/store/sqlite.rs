@@ -271,13 +271,33 @@ impl ServerStore for SqliteStore {
         now_ms: i64,
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
         self.run(move |connection| {
-            let changed = connection
+            let transaction = connection.unchecked_transaction().map_err(database)?;
+            let changed = transaction
                 .execute(
                     "UPDATE api_keys SET revoked_at_ms = ?2 WHERE (id = ?1 OR name = ?1) AND revoked_at_ms IS NULL",
                     params![which, now_ms],
                 )
                 .map_err(database)?;
+            transaction
+                .execute(
+                    "UPDATE key_epoch SET value = value + 1 WHERE name = 'api_keys'",
+                    [],
+                )
+                .map_err(database)?;
+            transaction.commit().map_err(database)?;
             Ok(changed > 0)
+        })
+    }
+
+    fn key_epoch(&self) -> BoxFuture<'_, Result<i64, StoreError>> {
+        self.run(|connection| {
+            connection
+                .query_row(
+                    "SELECT value FROM key_epoch WHERE name = 'api_keys'",
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(database)
         })
     }
 
