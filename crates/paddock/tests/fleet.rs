@@ -843,6 +843,8 @@ fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
 fn an_android_phone_on_a_joined_daemon_is_driven_through_the_server() {
     use paddock_testkit::android::{AdbServer, FakeAndroid, FakeAndroidConfig};
     let mut servers = ServerHarness::new(BIN).unwrap();
+    // The polls below would meet the default 60 calls a minute per key.
+    servers.set_env("PADDOCK_SERVER_RATE_LIMIT_PER_KEY_PER_MIN", "6000");
     let server = servers.spawn(&[]).unwrap();
     let key = servers.create_key("phones", "no-commerce").unwrap();
     let adb = AdbServer::start().unwrap();
@@ -866,6 +868,7 @@ fn an_android_phone_on_a_joined_daemon_is_driven_through_the_server() {
             .to_owned()
     };
     let listed = paddock_testkit::wait_until(DEADLINE, || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
         let listed = call("list_devices", serde_json::json!({ "platform": "android" }));
         listed["structuredContent"]["devices"]
             .as_array()?
@@ -895,17 +898,36 @@ fn an_android_phone_on_a_joined_daemon_is_driven_through_the_server() {
         serde_json::json!({ "device_id": serial }),
     );
     assert!(text(&state).contains("button \"Sign in\""), "{state}");
-    let tapped = call(
-        "device_action",
-        serde_json::json!({ "device_id": serial, "operation": "tap", "text": "Sign in" }),
+    // The app's sign-in: tap the field, type, enter, type, enter.
+    for action in [
+        serde_json::json!({ "operation": "tap", "text": "Username" }),
+        serde_json::json!({ "operation": "keyboard_write", "value": "ann" }),
+        serde_json::json!({ "operation": "keyboard_key", "key": "enter" }),
+        serde_json::json!({ "operation": "keyboard_write", "value": "pw" }),
+        serde_json::json!({ "operation": "keyboard_key", "key": "enter" }),
+    ] {
+        let mut arguments = action.clone();
+        arguments["device_id"] = serde_json::json!(serial);
+        let answer = call("device_action", arguments);
+        assert_eq!(answer["isError"], false, "{action}: {answer}");
+    }
+    assert!(
+        phone.commands().contains(&"input text 'ann'".to_owned()),
+        "{:?}",
+        phone.commands()
     );
-    assert_eq!(tapped["isError"], false, "{tapped}");
     assert_eq!(phone.screen(), "notes-list");
     let shot = call(
         "get_device_screenshot",
         serde_json::json!({ "device_id": serial }),
     );
-    assert_eq!(shot["content"][0]["type"], "image", "{shot}");
+    let kinds: Vec<&str> = shot["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"image"), "{kinds:?}");
     // What the platform lacks answers typed, naming it.
     let unmapped = call(
         "configure_device",
@@ -914,4 +936,39 @@ fn an_android_phone_on_a_joined_daemon_is_driven_through_the_server() {
     assert_eq!(unmapped["isError"], true, "{unmapped}");
     assert!(text(&unmapped).starts_with("[invalid_input]"), "{unmapped}");
     assert!(text(&unmapped).contains("android"), "{unmapped}");
+
+    // A command in flight when the daemon dies is answered at once, typed, not at its deadline.
+    phone.set_delay(std::time::Duration::from_secs(15));
+    let before = phone.command_count();
+    std::thread::scope(|scope| {
+        let pending = scope.spawn(|| {
+            call(
+                "device_action",
+                serde_json::json!({ "device_id": serial, "operation": "swipe", "direction": "up" }),
+            )
+        });
+        paddock_testkit::wait_until(DEADLINE, || (phone.command_count() > before).then_some(()))
+            .unwrap();
+        let record = paddock_client::PidRecord::read(&daemon.paths().pid_file)
+            .unwrap()
+            .unwrap();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(record.pid).unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        let failed = pending.join().unwrap();
+        assert_eq!(failed["isError"], true, "{failed}");
+        assert!(text(&failed).starts_with("[upstream_error]"), "{failed}");
+        assert!(
+            text(&failed).contains("disconnected before it answered"),
+            "{failed}"
+        );
+    });
+    phone.set_delay(std::time::Duration::ZERO);
+    let offline = call("get_device", serde_json::json!({ "device_id": serial }));
+    assert_eq!(
+        offline["structuredContent"]["state"], "offline",
+        "{offline}"
+    );
 }
