@@ -660,7 +660,8 @@ PY"#;
 fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
     const BODY: &str = "Please confirm fleet order 4471 for Ada.";
     let mut servers = ServerHarness::new(BIN).unwrap();
-    let server = servers.spawn(&[]).unwrap();
+    // Trace level: no credential may show in a log line at any level.
+    let server = servers.spawn(&["--log-level", "trace"]).unwrap();
     let key = servers.create_key("owner-key", "no-commerce").unwrap();
     let readonly = servers.create_key("watcher", "readonly").unwrap();
     let model = ScriptedModel::start(vec![
@@ -680,7 +681,9 @@ fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
     daemon
         .write_anthropic_config(&model.base_url(), "sk-ant-fleet-bots-key", "")
         .unwrap();
-    daemon.start_detached(&["--web-warm", "0"]).unwrap();
+    daemon
+        .start_detached(&["--web-warm", "0", "--log-level", "trace"])
+        .unwrap();
     let machine = join(&servers, &server, &daemon, "bots");
     let work = tempfile::tempdir().unwrap();
     daemon
@@ -807,7 +810,9 @@ fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
     })
     .unwrap();
     assert!(waiting.stdout().starts_with("#3 for helper"), "{waiting}");
-    daemon.start_detached(&["--web-warm", "0"]).unwrap();
+    daemon
+        .start_detached(&["--web-warm", "0", "--log-level", "trace"])
+        .unwrap();
     paddock_testkit::wait_until(DEADLINE, || {
         (model.scripted_requests().len() >= 5).then_some(())
     })
