@@ -36,6 +36,32 @@ impl std::fmt::Debug for FleetInbox {
     }
 }
 
+/// How long one call to the server may take: a bot's launch, pull or send never hangs on an
+/// unreachable server.
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// One request to the server, within [`CALL_TIMEOUT`].
+async fn post_within(
+    url: &ServerUrl,
+    path: &str,
+    headers: &[(http::HeaderName, String)],
+    body: Vec<u8>,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(http::StatusCode, hyper::body::Bytes), FleetInboxError> {
+    match tokio::time::timeout(
+        CALL_TIMEOUT,
+        crate::fleet::post(url, path, headers, body, tls),
+    )
+    .await
+    {
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(FleetInboxError::Link(format!(
+            "the fleet server did not answer `{path}` within {} s",
+            CALL_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
 /// What the server said to a data-plane call that did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetInboxError {
@@ -89,7 +115,7 @@ impl FleetInbox {
             agent_id: bot.to_owned(),
         })
         .map_err(|error| FleetInboxError::Link(error.to_string()))?;
-        let (status, answer) = crate::fleet::post(
+        let (status, answer) = post_within(
             &url,
             RUNNER_KEYS_PATH,
             &json_headers(&machine_key),
@@ -125,7 +151,7 @@ impl FleetInbox {
             let url = ServerUrl::parse(&link.server)?;
             let mut headers = json_headers(&key);
             headers.push((http::HeaderName::from_static("x-agent-id"), bot.to_owned()));
-            let (status, answer) = crate::fleet::post(
+            let (status, answer) = post_within(
                 &url,
                 &format!("{AGENT_PATH}/{operation}"),
                 &headers,
@@ -156,7 +182,7 @@ impl FleetInbox {
     }
 
     /// Takes the messages waiting on the server for `bot` into its inbox in `store`, then
-    /// acknowledges them there; the local sequence number of the last one taken.
+    /// acknowledges them there; the local sequence numbers they got, in order.
     pub async fn take(&self, bot: &str, store: &Arc<Store>) -> Result<Vec<u64>, FleetInboxError> {
         let mut taken = Vec::new();
         loop {

@@ -567,6 +567,8 @@ impl Hub {
             }
         };
         if ours {
+            // Offline first, so a caller told of the disconnect below lists the machine offline.
+            self.set_presence(&machine.id, false, None).await;
             // The commands in flight to it get their answer now, not at their deadline.
             let orphaned: Vec<_> = {
                 let mut pending = lock(&self.pending);
@@ -588,7 +590,6 @@ impl Hub {
                     ),
                 }));
             }
-            self.set_presence(&machine.id, false, None).await;
             info!(machine = %machine.id, "daemon disconnected; its devices are offline");
         }
     }

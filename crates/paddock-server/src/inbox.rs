@@ -408,9 +408,12 @@ pub async fn post_message(hub: &Hub, sender: &str, body: &[u8]) -> Response {
         let acked = store
             .agent_acked(machine_id.clone(), request.bot.clone())
             .await?;
+        let unread = store
+            .agent_messages(machine_id.clone(), request.bot.clone(), acked, true, PAGE)
+            .await?;
         Ok::<_, StoreError>(Unacked {
             agent_id: request.bot.clone(),
-            count: seq - acked,
+            count: i64::try_from(unread.len()).unwrap_or(PAGE),
             latest_seq: seq,
         })
     };

@@ -971,6 +971,7 @@ fn an_android_phone_on_a_joined_daemon_is_driven_through_the_server() {
         );
     });
     phone.set_delay(std::time::Duration::ZERO);
+    // The server marks the machine offline before it answers the commands in flight.
     let offline = call("get_device", serde_json::json!({ "device_id": serial }));
     assert_eq!(
         offline["structuredContent"]["state"], "offline",

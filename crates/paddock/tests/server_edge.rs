@@ -71,6 +71,16 @@ fn assert_refused(response: &RawResponse, status: u16, code: &str) {
     assert!(!message.is_empty(), "{response:?}");
 }
 
+/// The first answer to `key` that is not a 200, polled: a revocation holds once the server's
+/// key cache has seen the store's key epoch move (every 0.1 s).
+fn revoked_within(port: u16, key: &str) -> RawResponse {
+    paddock_testkit::wait_until(Duration::from_secs(30), || {
+        let response = mcp(TOOLS_LIST).bearer(key).send(port).ok()?;
+        (response.status != 200).then_some(response)
+    })
+    .unwrap()
+}
+
 #[test]
 fn every_row_of_the_auth_table() {
     let mut harness = harness();
@@ -153,13 +163,14 @@ fn every_row_of_the_auth_table() {
         .unwrap();
     assert_eq!(passed.status, 200, "{passed:?}");
 
-    // A revoked key: 401.
+    // A revoked key: 401, once the server's key cache has seen the revocation (its epoch poll,
+    // 0.1 s; the deadline only catches a revocation that never holds).
     harness
         .run(["server", "keys", "revoke", "alice"])
         .unwrap()
         .success()
         .unwrap();
-    let revoked = mcp(TOOLS_LIST).bearer(&key).send(port).unwrap();
+    let revoked = revoked_within(port, &key);
     assert_refused(&revoked, 401, "unauthorized");
     assert_eq!(revoked.header("www-authenticate"), Some(METADATA_CHALLENGE));
 }
@@ -453,13 +464,7 @@ fn keys_create_once_list_without_values_and_revoke() {
         .unwrap()
         .success()
         .unwrap();
-    // The server's key cache forgets within its epoch poll (0.1 s); the deadline only
-    // catches a revocation that never holds.
-    let refused = paddock_testkit::wait_until(Duration::from_secs(30), || {
-        let response = mcp(TOOLS_LIST).bearer(&key).send(port(&server)).ok()?;
-        (response.status == 401).then_some(response)
-    })
-    .unwrap();
+    let refused = revoked_within(port(&server), &key);
     assert_refused(&refused, 401, "unauthorized");
     let listed = harness
         .run(["server", "keys", "ls", "--json"])
