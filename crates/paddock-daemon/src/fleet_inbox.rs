@@ -206,7 +206,16 @@ impl FleetInbox {
                 .await
                 .map_err(|error| FleetInboxError::Link(error.to_string()))?;
             taken.extend(seqs);
-            self.call(bot, "ack", &AckRequest { upto: last }).await?;
+            let acked = self.call(bot, "ack", &AckRequest { upto: last }).await?;
+            let acked = serde_json::from_slice::<serde_json::Value>(&acked)
+                .ok()
+                .and_then(|value| value["acked"].as_i64());
+            // A boundary that did not move would hand back the same page forever.
+            if acked.is_none_or(|acked| acked < last) {
+                return Err(FleetInboxError::Link(format!(
+                    "the fleet server did not take the acknowledgement up to #{last}"
+                )));
+            }
         }
     }
 
