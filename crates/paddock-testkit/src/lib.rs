@@ -244,6 +244,18 @@ impl DaemonHarness {
     }
 
     /// Runs `paddock args…` to completion.
+    /// `paddock bot add BOT --backend claude --cwd CWD [--permissions allow]`. Claude Code
+    /// refuses to skip permissions as root (CI runs as root), so a bot whose agent must act
+    /// gets `allow`: every request is asked and answered by the session's policy.
+    pub fn add_claude_bot(&self, bot: &str, cwd: &Path, allow: bool) -> anyhow::Result<()> {
+        let cwd = cwd.to_str().context("the working directory is not UTF-8")?;
+        let mut args = vec!["bot", "add", bot, "--backend", "claude", "--cwd", cwd];
+        if allow {
+            args.extend(["--permissions", "allow"]);
+        }
+        self.run(args)?.success().map(drop)
+    }
+
     /// What a detached daemon of this harness logged so far (`<state>/logs/daemon.log`).
     pub fn detached_log(&self) -> String {
         std::fs::read_to_string(self.root.path().join("state/logs/daemon.log")).unwrap_or_default()

@@ -111,23 +111,7 @@ fn a_message_wakes_the_bot_which_pulls_replies_and_is_held_or_blocked_when_it_sh
         .unwrap();
     let work = tempfile::tempdir().unwrap();
     harness.start_detached(&[]).unwrap();
-    harness
-        .run([
-            "bot",
-            "add",
-            "helper",
-            "--backend",
-            "claude",
-            "--cwd",
-            work.path().to_str().unwrap(),
-            // Claude Code refuses to skip permissions as root (CI runs as root), so every
-            // request is asked and answered `allow` by the session's policy.
-            "--permissions",
-            "allow",
-        ])
-        .unwrap()
-        .success()
-        .unwrap();
+    harness.add_claude_bot("helper", work.path(), true).unwrap();
 
     let body = "Please confirm order 7731 for Ada.";
     let message = work.path().join("message.txt");

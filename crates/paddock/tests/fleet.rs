@@ -686,22 +686,7 @@ fn an_owner_messages_a_bot_through_the_server_and_reads_its_filtered_reply() {
         .unwrap();
     let machine = join(&servers, &server, &daemon, "bots");
     let work = tempfile::tempdir().unwrap();
-    daemon
-        .run([
-            "bot",
-            "add",
-            "helper",
-            "--backend",
-            "claude",
-            "--cwd",
-            work.path().to_str().unwrap(),
-            // Claude Code refuses to skip permissions as root (CI runs as root).
-            "--permissions",
-            "allow",
-        ])
-        .unwrap()
-        .success()
-        .unwrap();
+    daemon.add_claude_bot("helper", work.path(), true).unwrap();
     let message = work.path().join("message.txt");
     std::fs::write(&message, BODY).unwrap();
     let url = server.url();

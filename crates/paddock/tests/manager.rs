@@ -32,17 +32,7 @@ impl Bot {
         harness.start_detached(&[]).unwrap();
         let work = tempfile::tempdir().unwrap();
         harness
-            .run([
-                "bot",
-                "add",
-                "helper",
-                "--backend",
-                "claude",
-                "--cwd",
-                work.path().to_str().unwrap(),
-            ])
-            .unwrap()
-            .success()
+            .add_claude_bot("helper", work.path(), false)
             .unwrap();
         Self { harness, work }
     }

@@ -671,21 +671,7 @@ fn a_daemon_hosted_agent_of_an_ordinary_user_reaches_no_key_and_still_works() {
     ) }),
     ));
     model.push(Turn::text("Probed."));
-    harness
-        .run([
-            "bot",
-            "add",
-            "helper",
-            "--backend",
-            "claude",
-            "--cwd",
-            work.to_str().unwrap(),
-            "--permissions",
-            "allow",
-        ])
-        .unwrap()
-        .success()
-        .unwrap();
+    harness.add_claude_bot("helper", &work, true).unwrap();
     let message = harness.root().join("message.txt");
     std::fs::write(&message, "Please probe.").unwrap();
     user.chown(&message, false).unwrap();
