@@ -23,6 +23,22 @@ pub const AGENT_STOP_PATH: &str = "/api/agents/stop";
 /// The channel an owner's messages arrive in on the bot's daemon, and that its replies go to.
 pub const FLEET_OWNER_DM: &str = "/.dm/owner#fleet";
 
+/// What a refusal from the server says: the message of its `{"error": {"code", "message"}}`
+/// body (or of an older `{"error": "…"}`), else the start of the body as text.
+pub fn refusal_message(body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|value| {
+            let error = value.get("error")?;
+            error
+                .get("message")
+                .unwrap_or(error)
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect())
+}
+
 /// What a daemon sends to activate a pairing (or reconnect) token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

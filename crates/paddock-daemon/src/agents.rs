@@ -359,11 +359,9 @@ impl AgentsHost {
     /// leaves the launch without one (the bot still works on this machine).
     async fn add_fleet_upstream(&self, id: &str, bot: Option<&str>) -> Option<String> {
         let (bot, fleet) = (bot?, self.inner.fleet.get()?);
-        if !fleet.is_joined() {
-            return None;
-        }
         let (server, key) = match fleet.upstream(bot).await {
             Ok(found) => found,
+            Err(crate::fleet_inbox::FleetInboxError::NotJoined) => return None,
             Err(error) => {
                 warn!(bot, %error, "the launch gets no fleet data plane");
                 return None;

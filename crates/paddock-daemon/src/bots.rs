@@ -383,10 +383,11 @@ impl BotsHost {
     /// `inbox/pull` for `bot` (the session's own): unseen messages with bodies; now seen.
     pub async fn pull(&self, bot: &str) -> Result<InboxPullResult, ControlError> {
         // Anything still on the fleet server (a wake that never came) first.
-        if self.fleet.is_joined()
-            && let Err(error) = self.fleet.take(bot, &self.store).await
-        {
-            tracing::warn!(bot, %error, "could not take the bot's messages from the fleet server");
+        match self.fleet.take(bot, &self.store).await {
+            Ok(_) | Err(crate::fleet_inbox::FleetInboxError::NotJoined) => {}
+            Err(error) => {
+                tracing::warn!(bot, %error, "could not take the bot's messages from the fleet server");
+            }
         }
         let id = bot.to_owned();
         let (messages, cursor) = self

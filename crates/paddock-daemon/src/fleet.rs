@@ -226,17 +226,7 @@ pub async fn activate(
                 }
             });
         }
-        let message = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|value| {
-                let error = value.get("error")?;
-                error
-                    .get("message")
-                    .unwrap_or(error)
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
+        let message = paddock_client::fleet::refusal_message(&body);
         if status.is_server_error() {
             Err(FleetError::Ambiguous {
                 reason: format!("HTTP {}: {message}", status.as_u16()),

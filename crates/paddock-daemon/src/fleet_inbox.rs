@@ -91,11 +91,6 @@ impl FleetInbox {
             .ok_or(FleetInboxError::NotJoined)
     }
 
-    /// Whether this daemon joined a server.
-    pub fn is_joined(&self) -> bool {
-        matches!(crate::fleet::load(&self.state_dir), Ok(Some(_)))
-    }
-
     fn cached(&self, bot: &str) -> Option<SecretString> {
         self.runner_keys
             .lock()
@@ -255,17 +250,8 @@ fn json_headers(key: &SecretString) -> Vec<(http::HeaderName, String)> {
 }
 
 fn refused(status: http::StatusCode, answer: &[u8]) -> FleetInboxError {
-    let message = serde_json::from_slice::<serde_json::Value>(answer)
-        .ok()
-        .and_then(|value| {
-            value["error"]["message"]
-                .as_str()
-                .or_else(|| value["error"].as_str())
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| String::from_utf8_lossy(answer).chars().take(200).collect());
     FleetInboxError::Refused {
         status: status.as_u16(),
-        message,
+        message: paddock_client::fleet::refusal_message(answer),
     }
 }

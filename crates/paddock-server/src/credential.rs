@@ -69,6 +69,15 @@ pub fn mint(kind: CredentialKind) -> Result<SecretString, getrandom::Error> {
 
 /// Whether `value` has the shape of a credential of `kind` (prefix, then exactly 43 base64url
 /// characters). A value of the wrong shape is never looked up.
+/// The `Authorization: Bearer …` value of `headers` when it is a well-formed `kind` credential.
+pub fn bearer(headers: &http::HeaderMap, kind: CredentialKind) -> Option<&str> {
+    headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .filter(|key| well_formed(kind, key))
+}
+
 pub fn well_formed(kind: CredentialKind, value: &str) -> bool {
     value.strip_prefix(kind.prefix()).is_some_and(|random| {
         random.len() == RANDOM_CHARS

@@ -635,12 +635,7 @@ impl Hub {
     /// The live machine whose key (`Authorization: Bearer pdk_mk_…`) `headers` carry, or the
     /// refusal to answer with.
     pub async fn machine_of_key(&self, headers: &HeaderMap) -> Result<MachineRecord, Response> {
-        let key = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .filter(|key| credential::well_formed(CredentialKind::Machine, key));
-        let Some(key) = key else {
+        let Some(key) = credential::bearer(headers, CredentialKind::Machine) else {
             return Err(refusal(
                 StatusCode::UNAUTHORIZED,
                 "this route needs `Authorization: Bearer pdk_mk_…` (the machine key `paddock daemon join` stored)",

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::extract::{Json, Path, State};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, StatusCode};
 use paddock_client::fleet::{
     AckRequest, AgentMessageEntry, FLEET_OWNER_DM, InboxPullAnswer, RunnerKeyRequest,
     RunnerKeyResponse, SendRequest,
@@ -172,12 +172,7 @@ pub async fn agent_route(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let key = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .filter(|key| credential::well_formed(CredentialKind::Runner, key));
-    let Some(key) = key else {
+    let Some(key) = credential::bearer(&headers, CredentialKind::Runner) else {
         return refusal(
             StatusCode::UNAUTHORIZED,
             "the agent data plane needs `Authorization: Bearer pdk_rk_…` (the bot's runner key, which its daemon's credential proxy puts in)",
@@ -338,11 +333,11 @@ async fn list_channels(
                 }
             }
             let channels: Vec<Value> = channels
-                    .into_iter()
-                    .map(|(target, messages, latest)| {
-                        json!({ "target": target, "messages": messages, "latestSeq": latest })
-                    })
-                    .collect();
+                .into_iter()
+                .map(|(target, messages, latest)| {
+                    json!({ "target": target, "messages": messages, "latestSeq": latest })
+                })
+                .collect();
             Json(json!({ "channels": channels })).into_response()
         }
         Err(error) => unavailable(error),
@@ -404,21 +399,16 @@ pub async fn post_message(hub: &Hub, sender: &str, body: &[u8]) -> Response {
         Err(error) => return unavailable(error),
     };
     info!(machine = %machine_id, bot = %request.bot, seq, "an owner's message for a bot");
-    let waiting = async {
-        let acked = store
-            .agent_acked(machine_id.clone(), request.bot.clone())
-            .await?;
-        let unread = store
-            .agent_messages(machine_id.clone(), request.bot.clone(), acked, true, PAGE)
-            .await?;
-        Ok::<_, StoreError>(Unacked {
-            agent_id: request.bot.clone(),
-            count: i64::try_from(unread.len()).unwrap_or(PAGE),
-            latest_seq: seq,
-        })
-    };
-    let waiting = match waiting.await {
-        Ok(waiting) => waiting,
+    let waiting = match store.unacked_agents(machine_id.clone()).await {
+        Ok(waiting) => waiting
+            .into_iter()
+            .find(|unacked| unacked.agent_id == request.bot)
+            // Its daemon took it already (another wake raced this one): nothing waits.
+            .unwrap_or(Unacked {
+                agent_id: request.bot.clone(),
+                count: 0,
+                latest_seq: seq,
+            }),
         Err(error) => return unavailable(error),
     };
     let (woken, detail) = match hub.wake(&machine_id, waiting).await {

@@ -119,6 +119,18 @@ impl ServerHarness {
         CommandOutput::of(command)
     }
 
+    /// `paddock server pair extra…` (`--name N`, `--reconnect MACHINE_ID`): the token it printed.
+    pub fn pair_token(&self, extra: &[&str]) -> anyhow::Result<String> {
+        let mut args = vec!["server", "pair"];
+        args.extend_from_slice(extra);
+        let token = self.run(args)?.success()?.stdout().trim().to_owned();
+        anyhow::ensure!(
+            token.starts_with("pdk_pt_"),
+            "not a pairing token: `{token}`"
+        );
+        Ok(token)
+    }
+
     /// `paddock server keys create --name NAME --profile PROFILE`: the key it printed.
     pub fn create_key(&self, name: &str, profile: &str) -> anyhow::Result<String> {
         let output = self

@@ -283,18 +283,14 @@ async fn remote_call(
     };
     let (status, answer) =
         paddock_daemon::fleet::request(&base, method, path, &headers, body, &tls).await?;
-    let value: serde_json::Value = serde_json::from_slice(&answer).unwrap_or_else(|_| {
-        serde_json::Value::String(String::from_utf8_lossy(&answer).chars().take(300).collect())
-    });
     if !status.is_success() {
-        let reason = value
-            .pointer("/error/message")
-            .or_else(|| value.get("error"))
-            .and_then(serde_json::Value::as_str)
-            .map_or_else(|| value.to_string(), str::to_owned);
-        anyhow::bail!("the server refused ({}): {reason}", status.as_u16());
+        anyhow::bail!(
+            "the server refused ({}): {}",
+            status.as_u16(),
+            paddock_client::fleet::refusal_message(&answer)
+        );
     }
-    Ok(value)
+    serde_json::from_slice(&answer).context("the server's answer was not JSON")
 }
 
 async fn pair(
@@ -553,17 +549,8 @@ async fn bridge(url: &str) -> anyhow::Result<ExitCode> {
                 match parsed {
                     // A JSON-RPC error from the MCP layer passes through as it is.
                     Some(body) if body.get("jsonrpc").is_some() => Some(body),
-                    other => {
-                        let reason = other
-                            .as_ref()
-                            .and_then(|body| {
-                                body.pointer("/error/message").or_else(|| body.get("error"))
-                            })
-                            .and_then(serde_json::Value::as_str)
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| {
-                                String::from_utf8_lossy(&body).chars().take(300).collect()
-                            });
+                    _ => {
+                        let reason = paddock_client::fleet::refusal_message(&body);
                         id.as_ref().map(|id| {
                             rpc_error(Some(id), &format!("HTTP {}: {reason}", status.as_u16()))
                         })

@@ -65,13 +65,7 @@ fn a_joined_daemons_device_is_driven_through_the_server_and_goes_offline_with_it
     servers.set_env("PADDOCK_SERVER_POLICY_PROFILE", "full");
     let server = servers.spawn(&[]).unwrap();
     let key = servers.create_key("fleet-test", "full").unwrap();
-    let pairing = servers
-        .run(["server", "pair", "--name", "laptop"])
-        .unwrap()
-        .success()
-        .unwrap();
-    let token = pairing.stdout().trim().to_owned();
-    assert!(token.starts_with("pdk_pt_"), "{token}");
+    let token = servers.pair_token(&["--name", "laptop"]).unwrap();
 
     let app = FixtureApp::start().unwrap();
     let fixture = format!("fixture={}", app.url("/"));
@@ -295,14 +289,7 @@ fn join(
     daemon: &DaemonHarness,
     name: &str,
 ) -> String {
-    let token = servers
-        .run(["server", "pair", "--name", name])
-        .unwrap()
-        .success()
-        .unwrap()
-        .stdout()
-        .trim()
-        .to_owned();
+    let token = servers.pair_token(&["--name", name]).unwrap();
     daemon
         .run_with_stdin(
             ["daemon", "join", "--server", &server.url()],
@@ -494,16 +481,8 @@ fn reconnect_never_reuses_a_key_after_an_ambiguous_answer_and_rotates_it_after_a
     let key_file = daemon.paths().state_dir.join("fleet-machine-key");
     let old_key = std::fs::read_to_string(&key_file).unwrap();
     let proxy = format!("http://{}", flaky_proxy(server.address));
-    let reconnect_token = |servers: &ServerHarness| {
-        servers
-            .run(["server", "pair", "--reconnect", &machine])
-            .unwrap()
-            .success()
-            .unwrap()
-            .stdout()
-            .trim()
-            .to_owned()
-    };
+    let reconnect_token =
+        |servers: &ServerHarness| servers.pair_token(&["--reconnect", &machine]).unwrap();
     let reconnect = |token: &str| {
         daemon
             .run_with_stdin(
@@ -578,12 +557,7 @@ fn a_daemon_joins_over_https_and_wss_trusting_a_private_ca() {
 
     // Without the CA the certificate is refused, and nothing is stored.
     let untrusting = DaemonHarness::new(BIN).unwrap();
-    let token = servers
-        .run(["server", "pair"])
-        .unwrap()
-        .success()
-        .unwrap()
-        .stdout();
+    let token = format!("{}\n", servers.pair_token(&[]).unwrap());
     let refused = untrusting
         .run_with_stdin(["daemon", "join", "--server", &url], token.as_bytes())
         .unwrap();
@@ -598,12 +572,7 @@ fn a_daemon_joins_over_https_and_wss_trusting_a_private_ca() {
     let mut daemon = DaemonHarness::new(BIN).unwrap();
     daemon.set_env("SSL_CERT_FILE", ca.pem_path());
     daemon.start_detached(&["--web-warm", "1"]).unwrap();
-    let token = servers
-        .run(["server", "pair"])
-        .unwrap()
-        .success()
-        .unwrap()
-        .stdout();
+    let token = format!("{}\n", servers.pair_token(&[]).unwrap());
     let machine = daemon
         .run_with_stdin(["daemon", "join", "--server", &url], token.as_bytes())
         .unwrap()

@@ -705,14 +705,7 @@ fn api(path: &str, bearer: Option<&str>, body: &str) -> RawRequest {
 fn the_agent_data_plane_takes_runner_keys_and_owner_routes_take_api_keys() {
     let mut harness = harness();
     let key = harness.create_key("owner", "no-commerce").unwrap();
-    let token = harness
-        .run(["server", "pair", "--name", "laptop"])
-        .unwrap()
-        .success()
-        .unwrap()
-        .stdout()
-        .trim()
-        .to_owned();
+    let token = harness.pair_token(&["--name", "laptop"]).unwrap();
     let server = harness.spawn(&[]).unwrap();
     let port = port(&server);
     let activated = api(
