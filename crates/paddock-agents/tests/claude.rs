@@ -146,18 +146,17 @@ async fn probe_reports_claude_and_a_missing_backend() {
 /// SIGTERM/SIGKILL steps within `force_after`, and its whole process group is reaped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_forces_a_cli_that_ignores_sigint() {
-    use std::os::unix::fs::PermissionsExt;
     let host = claude_host();
     let wrapper = host.work.path().join("claude-ignoring-sigint");
-    std::fs::write(
+    paddock_process::write_executable(
         &wrapper,
         format!(
             "#!/bin/bash\ntrap '' INT\n{{ cat; sleep 3600; }} | '{}' \"$@\"\n",
             claude().display()
-        ),
+        )
+        .as_bytes(),
     )
     .unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     let model = ScriptedModel::start(vec![Turn::streamed("hello").gated()]).unwrap();
     let sdk = AgentDriverSdk::new(
         HostConfig::new(host.root.path())

@@ -177,11 +177,7 @@ async fn an_unsupported_major_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("opencode");
     // Prints a version and nothing else: enough for the negative check, never launched.
-    std::fs::write(&fake, "#!/bin/sh\necho 2.0.0\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    paddock_process::write_executable(&fake, b"#!/bin/sh\necho 2.0.0\n").unwrap();
     let state = tempfile::tempdir().unwrap();
     let sdk = AgentDriverSdk::new(HostConfig::new(state.path()).with_program("opencode", &fake));
     let probe = sdk.probe(BackendId::OpenCode).await;

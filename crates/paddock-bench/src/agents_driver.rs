@@ -147,15 +147,16 @@ impl World {
 
 /// `claude` for the driver: a script that runs `exe fake-claude`, whatever arguments it gets.
 pub(crate) fn write_wrapper(wrapper: &Path, exe: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
     let exe = exe
         .to_str()
         .context("the paddock-bench path is not UTF-8")?;
     if exe.contains('\'') {
         bail!("the paddock-bench path `{exe}` contains a quote; run it from another directory");
     }
-    std::fs::write(wrapper, format!("#!/bin/sh\nexec '{exe}' fake-claude\n"))?;
-    std::fs::set_permissions(wrapper, std::fs::Permissions::from_mode(0o755))?;
+    paddock_process::write_executable(
+        wrapper,
+        format!("#!/bin/sh\nexec '{exe}' fake-claude\n").as_bytes(),
+    )?;
     Ok(())
 }
 

@@ -53,6 +53,38 @@ pub fn is_running(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
 }
 
+/// Writes `contents` to `path` as an executable (mode 0755) that can be run at once.
+///
+/// Writing the file here and then executing it races with every other thread's fork: a child
+/// forked while this process holds the file open for writing keeps that descriptor until it
+/// execs, and executing the file meanwhile fails with "Text file busy" (`ETXTBSY`). So the file
+/// is written by a short-lived `/bin/sh` child and this process never holds it open.
+pub fn write_executable(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("/bin/sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let written = child
+        .stdin
+        .take()
+        .map_or(Ok(()), |mut stdin| stdin.write_all(contents));
+    let output = child.wait_with_output()?;
+    written?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "writing `{}` failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )))
+    }
+}
+
 /// The lowest descriptor a child can inherit: 0, 1 and 2 are its stdio, which
 /// [`ChildSpec::stdin`] and [`ChildSpec::stdout`] decide.
 pub const FIRST_INHERITABLE_FD: RawFd = 3;
@@ -367,6 +399,24 @@ fn signal_group(pid: u32, signal: rustix::process::Signal) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_executable_written_here_runs_at_once_and_a_bad_path_is_an_error() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        write_executable(&tool, b"#!/bin/sh\necho \"ran $1\"\n").unwrap();
+        let mode = std::fs::metadata(&tool).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        let ran = std::process::Command::new(&tool)
+            .arg("once")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "ran once\n");
+        let missing = dir.path().join("no-such-dir/tool");
+        let error = write_executable(&missing, b"x").unwrap_err().to_string();
+        assert!(error.contains("no-such-dir/tool"), "{error}");
+    }
 
     /// `/bin/sh -c script` with a minimal PATH (shared with the other modules' tests).
     pub(crate) fn sh(script: &str) -> ChildSpec {

@@ -474,14 +474,12 @@ mod tests {
             }
             return;
         }
-        use std::os::unix::fs::PermissionsExt;
         let scratch = tempfile::tempdir().unwrap();
         for dir in ["readable", "work"] {
             let dir = scratch.path().join(dir);
             std::fs::create_dir(&dir).unwrap();
             let tool = dir.join("tool");
-            std::fs::write(&tool, "#!/bin/sh\nexit 0\n").unwrap();
-            std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+            crate::write_executable(&tool, b"#!/bin/sh\nexit 0\n").unwrap();
         }
         let report = in_child(
             "sandbox::tests::confined_child_executes_only_beneath_exec_paths",

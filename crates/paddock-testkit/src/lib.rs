@@ -531,8 +531,19 @@ fn reachable_binary(binary: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let name = binary.file_name().context("binary has no file name")?;
     let reachable = dir.join(name);
     if std::fs::hard_link(binary, &reachable).is_err() {
-        std::fs::copy(binary, &reachable)
+        // Copied by `cp`, not here: a copy this process held open for writing could be
+        // inherited by another thread's fork and make running it fail with "Text file busy".
+        let copied = std::process::Command::new("cp")
+            .arg("--")
+            .arg(binary)
+            .arg(&reachable)
+            .status()
             .with_context(|| format!("copying {}", binary.display()))?;
+        anyhow::ensure!(
+            copied.success(),
+            "copying {} failed: {copied}",
+            binary.display()
+        );
         std::fs::set_permissions(&reachable, std::fs::Permissions::from_mode(0o755))?;
     }
     Ok(reachable)

@@ -134,11 +134,7 @@ fn sandbox_exec_denies_a_secret_and_reads_an_allowed_file() {
 
     // Nothing outside the exec paths runs, not even with the read right.
     let script = root.path().join("allowed/tool.sh");
-    std::fs::write(&script, "#!/bin/sh\necho ran\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    paddock_process::write_executable(&script, b"#!/bin/sh\necho ran\n").unwrap();
     let ran = sandbox_exec(&policy, &[&script.display().to_string()]);
     assert_eq!(ran.status.code(), Some(126), "{ran:?}");
 }

@@ -414,9 +414,8 @@ fn an_agent_cannot_read_the_key_from_paddock_agent() {
     let harness = DaemonHarness::new_as(BIN, &attacker).unwrap();
     let bin = harness.root().join("agent-bin");
     std::fs::create_dir(&bin).unwrap();
-    std::fs::write(bin.join("claude"), FAKE_AGENT).unwrap();
+    paddock_process::write_executable(&bin.join("claude"), FAKE_AGENT.as_bytes()).unwrap();
     chmod(&bin, 0o755);
-    chmod(&bin.join("claude"), 0o755);
     let out = harness.launch_dir().join("probe.out");
     let path = format!(
         "{}:{}",

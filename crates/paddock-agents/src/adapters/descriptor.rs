@@ -386,18 +386,16 @@ mod tests {
 
     #[tokio::test]
     async fn the_version_query_runs_in_a_throwaway_home_it_removes() {
-        use std::os::unix::fs::PermissionsExt;
         let root = tempfile::tempdir().unwrap();
         let host = HostConfig::new(root.path());
         // The program notes where its home is, and answers only from a fresh probe home.
         let program = root.path().join("tool");
-        std::fs::write(
+        paddock_process::write_executable(
             &program,
-            "#!/bin/sh\necho \"$HOME\" > \"${0%/*}/home-was\"\n\
-             case \"$HOME\" in */paddock-probe-*) test -d \"$HOME\" && echo 7.0;; esac\n",
+            b"#!/bin/sh\necho \"$HOME\" > \"${0%/*}/home-was\"\n\
+              case \"$HOME\" in */paddock-probe-*) test -d \"$HOME\" && echo 7.0;; esac\n",
         )
         .unwrap();
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
         let descriptor = AdapterDescriptor {
             version_args: &["--version"],
             supported: None,

@@ -15,8 +15,6 @@ use super::shell_words::quote;
 /// `ANDROID_ADB_SERVER_PORT`, or by a `tcp:HOST:PORT` in `ADB_SERVER_SOCKET`, else port 5037,
 /// as the emulator does.
 pub fn fake_android_home(dir: &Path, fake_android_bin: &Path, avds: &[&str]) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-
     let emulator_dir = dir.join("emulator");
     let tools_dir = dir.join("platform-tools");
     let avd_dir = dir.join("avd");
@@ -81,8 +79,6 @@ exec {bin} --avd "$avd" --adb {adb_path} --adb-port "${{port:-5037}}"
 "#
     );
     let script_path = emulator_dir.join("emulator");
-    std::fs::write(&script_path, script)
-        .with_context(|| format!("writing `{}`", script_path.display()))?;
-    std::fs::set_permissions(&script_path, std::fs::Permissions::from_mode(0o755))?;
+    paddock_process::write_executable(&script_path, script.as_bytes())?;
     Ok(())
 }
