@@ -73,9 +73,9 @@ pub fn write_executable(path: &std::path::Path, contents: &[u8]) -> std::io::Res
         .take()
         .map_or(Ok(()), |mut stdin| stdin.write_all(contents));
     let output = child.wait_with_output()?;
-    written?;
+    // A shell that could not open the file stops reading: its error says why, not the pipe's.
     if output.status.success() {
-        Ok(())
+        written
     } else {
         Err(std::io::Error::other(format!(
             "writing `{}` failed: {}",
