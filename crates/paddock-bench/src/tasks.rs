@@ -1,15 +1,15 @@
 //! `paddock-bench tasks`: what the daemon's tasks cost, in two measurements.
 //!
 //! - **runTask → the first model request**, against the same Claude Code CLI started directly
-//!   (`claude -p <goal> --output-format stream-json --verbose`) against the same scripted model
-//!   server: from sending `runTask` (MCP over HTTP, a warm web device waiting) until the model
-//!   server has read the agent's first scripted request, against from spawning the CLI until
-//!   the same moment. Goal: Paddock adds at most 50 ms at the median. Every round ends its task:
-//!   the scripted model answers a final text, the task completes and its device goes back.
-//!   Taking the warm device makes the pool boot a replacement Chromium at once, which competes
-//!   with the agent's start for the CPU; a third side measures the direct CLI under the same
-//!   refill (a `getWeb` on another session just before spawning it), so the report separates
-//!   what the task path costs from what the refill does to a small machine.
+//!   with the same configuration (the daemon's Claude flags, `claude -p --input-format
+//!   stream-json --output-format stream-json …`, the goal as the one line on stdin, and the
+//!   task's `paddock mcp` server and tool flags, as a user who added Paddock to Claude Code
+//!   would run it) against the same scripted model server: from sending `runTask` (MCP
+//!   over HTTP, a warm web device waiting) until the model server has read the agent's first
+//!   scripted request, against from spawning the CLI until the same moment. Goal: Paddock adds
+//!   at most 50 ms at the median. Every round ends its task: the scripted model answers a final
+//!   text, the task completes and its device goes back. A third side, the CLI with no MCP
+//!   server at all, shows what starting one costs Claude Code.
 //! - **a 20-step `executePlan`** against the same 20 `inputText` calls as separate `tools/call`
 //!   requests on the same device session. Goal: an overhead (plan time / calls time - 1) of at
 //!   most 0.5x; with no HTTP request per step the plan should be the faster.
@@ -45,9 +45,6 @@ const FINAL_ANSWER: &str = "Done: the bench task is over.";
 const AGENT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Session of the plan measurement's device.
 const PLAN_SESSION: &str = "bench-plan";
-/// Session whose `getWeb` takes the warm device so that the pool refills while the direct CLI
-/// starts.
-const REFILL_SESSION: &str = "bench-refill";
 /// The field each step types into, on the fixture's sign-in page.
 const PLAN_FIELD: &str = "Email";
 /// What the direct CLI's environment takes from this process (node must be on its PATH).
@@ -78,7 +75,7 @@ pub(crate) struct TasksArgs {
 struct Samples {
     hosted: Latency,
     direct: Latency,
-    direct_refilling: Latency,
+    direct_bare: Latency,
     plan: Latency,
     calls: Latency,
 }
@@ -88,21 +85,21 @@ struct Samples {
 enum Launch {
     /// `runTask` on the daemon.
     Hosted,
-    /// The CLI spawned directly, the pool settled.
+    /// The CLI spawned directly with the task's configuration: `paddock mcp` as its one MCP
+    /// server, only that server's tools.
     Direct,
-    /// The CLI spawned directly while the pool boots a replacement warm device, as it does
-    /// when a task takes the warm one.
-    DirectRefilling,
+    /// The CLI spawned directly with no MCP server.
+    DirectBare,
 }
 
 impl Launch {
-    const ALL: [Self; 3] = [Self::Hosted, Self::Direct, Self::DirectRefilling];
+    const ALL: [Self; 3] = [Self::Hosted, Self::Direct, Self::DirectBare];
 
     fn name(self) -> &'static str {
         match self {
             Self::Hosted => "runTask",
             Self::Direct => "the direct CLI",
-            Self::DirectRefilling => "the direct CLI while the pool refills",
+            Self::DirectBare => "the direct CLI without an MCP server",
         }
     }
 }
@@ -112,11 +109,12 @@ struct Bench {
     model: ScriptedModel,
     fixture: FixtureApp,
     claude: PathBuf,
+    paddock: PathBuf,
     /// Per-launch homes of the direct CLI.
     work: tempfile::TempDir,
     client: McpClient,
     /// Dropped last: stopping it ends whatever task a failed round left.
-    _daemon: PrivateDaemon,
+    daemon: PrivateDaemon,
 }
 
 pub(crate) async fn run(args: TasksArgs, mode: Mode) -> anyhow::Result<()> {
@@ -144,7 +142,7 @@ pub(crate) async fn run(args: TasksArgs, mode: Mode) -> anyhow::Result<()> {
         for launch in order {
             let elapsed = match launch {
                 Launch::Hosted => bench.hosted_first_request(round),
-                Launch::Direct | Launch::DirectRefilling => {
+                Launch::Direct | Launch::DirectBare => {
                     bench.direct_first_request(round, launch).await
                 }
             }
@@ -153,7 +151,7 @@ pub(crate) async fn run(args: TasksArgs, mode: Mode) -> anyhow::Result<()> {
                 match launch {
                     Launch::Hosted => samples.hosted.push(elapsed),
                     Launch::Direct => samples.direct.push(elapsed),
-                    Launch::DirectRefilling => samples.direct_refilling.push(elapsed),
+                    Launch::DirectBare => samples.direct_bare.push(elapsed),
                 }
             }
         }
@@ -192,7 +190,7 @@ pub(crate) async fn run(args: TasksArgs, mode: Mode) -> anyhow::Result<()> {
         smoke::passed(
             "tasks",
             &format!(
-                "runTask's agent reached the model with its goal and the task completed with the scripted answer, the CLI started directly reached it too and printed the answer (with the pool settled and while it refilled), executePlan ran {} steps ok and as many separate inputText calls succeeded",
+                "runTask's agent reached the model with its goal and the task completed with the scripted answer, the CLI started directly reached it too and printed the answer (with the task's MCP server and without one), executePlan ran {} steps ok and as many separate inputText calls succeeded",
                 args.steps
             ),
         );
@@ -219,7 +217,7 @@ fn report(
         bench.model.base_url()
     );
     println!(
-        "{rounds} rounds after {warmup} warm-up, sides rotating; the hosted agent reaches the model through the daemon's credential proxy and starts `paddock mcp` first, the direct one has neither; \"while the pool refills\": a getWeb on another session just before the spawn, so the pool boots a replacement Chromium during it, as it does when a task takes the warm device"
+        "{rounds} rounds after {warmup} warm-up, sides rotating; both the hosted and the direct agent start `paddock mcp` (the direct one as the owner, the hosted one with its voucher) and offer only its tools; the hosted one reaches the model through the daemon's credential proxy; the pool's refill waits for the task's agent to reach the model"
     );
     println!();
     println!(
@@ -235,14 +233,8 @@ fn report(
         );
     };
     row("runTask → first model request", &samples.hosted);
-    row(
-        "claude -p started directly → first request",
-        &samples.direct,
-    );
-    row(
-        "  the same, while the pool refills",
-        &samples.direct_refilling,
-    );
+    row("claude started directly → first request", &samples.direct);
+    row("  the same without an MCP server", &samples.direct_bare);
     row(
         &format!("executePlan ({} × inputText)", args.steps),
         &samples.plan,
@@ -259,11 +251,9 @@ fn report(
         "runTask added over the direct CLI p50:     {added:>8.1} ms (ratio {ratio:.2}x; p90 {added_p90:.1} ms; goal <= 50 ms: {})",
         verdict(added <= 50.0)
     );
-    let refill_added = samples.hosted.p50() - samples.direct_refilling.p50();
-    let refill_ratio = samples.hosted.p50() / samples.direct_refilling.p50().max(f64::MIN_POSITIVE);
+    let mcp_cost = samples.direct.p50() - samples.direct_bare.p50();
     println!(
-        "  over the direct CLI while the pool refills: {refill_added:>6.1} ms (ratio {refill_ratio:.2}x; p90 {:.1} ms)",
-        samples.hosted.p90() - samples.direct_refilling.p90()
+        "  the MCP server's start, in the direct CLI:  {mcp_cost:>6.1} ms (p50, with it - without it)"
     );
     let overhead = samples.plan.p50() / samples.calls.p50().max(f64::MIN_POSITIVE) - 1.0;
     let overhead_p90 = samples.plan.p90() / samples.calls.p90().max(f64::MIN_POSITIVE) - 1.0;
@@ -305,9 +295,12 @@ impl Bench {
             model,
             fixture,
             claude,
+            // The direct CLI starts it from its own working directory.
+            paddock: std::fs::canonicalize(paddock)
+                .with_context(|| format!("`{}`", paddock.display()))?,
             work: tempfile::tempdir()?,
             client,
-            _daemon: daemon,
+            daemon,
         })
     }
 
@@ -346,8 +339,8 @@ impl Bench {
 
     /// The same CLI spawned directly, with a fresh home as a hosted launch has, against the
     /// same model server; until the server has read its first scripted request. It then prints
-    /// the scripted answer and exits. [`Launch::DirectRefilling`] takes the warm device just
-    /// before (untimed), so that the pool boots its replacement during the launch.
+    /// the scripted answer and exits. [`Launch::Direct`] has the task's MCP server and tool
+    /// flags, [`Launch::DirectBare`] neither.
     async fn direct_first_request(
         &mut self,
         round: u32,
@@ -355,28 +348,29 @@ impl Bench {
     ) -> anyhow::Result<Duration> {
         // The previous task's device resets in the background; not during this launch.
         wait_for_warm_pool(&mut self.client, WEB_WARM)?;
-        let refilling = launch == Launch::DirectRefilling;
-        let side = if refilling { "refilling" } else { "direct" };
+        let with_mcp = launch == Launch::Direct;
+        let side = if with_mcp { "direct" } else { "bare" };
         let goal = goal(side, round);
-        let spec = self.direct_spec(&goal, &format!("{side}-{round}"))?;
+        let spec = self.direct_spec(&format!("{side}-{round}"), with_mcp)?;
         let before = self.expect_first_request();
-        if refilling {
-            let taken = self
-                .client
-                .call_tool("getWeb", &json!({}), Some(REFILL_SESSION))?;
-            check_bound(&taken, REFILL_SESSION).context("getWeb")?;
-        }
         let sent = Instant::now();
-        let output = tokio::spawn(paddock_process::output(spec, AGENT_TIMEOUT));
+        let output = tokio::spawn(paddock_process::output_fed(
+            spec,
+            Some(user_message(&goal)),
+            AGENT_TIMEOUT,
+        ));
         let request = tokio::task::block_in_place(|| self.first_request_after(before, &goal));
         // On an error the CLI is still waited for (or killed at the deadline) before returning.
         let output = output.await.context("the CLI's runner")??;
-        if refilling {
-            self.client
-                .call_tool("releaseDevice", &json!({}), Some(REFILL_SESSION))?;
-        }
-        let request = request?;
         let stdout = String::from_utf8_lossy(&output.stdout);
+        let request = request.with_context(|| {
+            format!(
+                "`{}` exited {}; stdout:\n{stdout}\nstderr:\n{}",
+                self.claude.display(),
+                output.status,
+                output.stderr
+            )
+        })?;
         if !output.status.success() || !stdout.contains(FINAL_ANSWER) {
             bail!(
                 "`{}` exited {} without printing the scripted answer `{FINAL_ANSWER}`; stdout:\n{stdout}\nstderr:\n{}",
@@ -388,7 +382,7 @@ impl Bench {
         Ok(request.received_at.saturating_duration_since(sent))
     }
 
-    fn direct_spec(&self, goal: &str, name: &str) -> anyhow::Result<ChildSpec> {
+    fn direct_spec(&self, name: &str, with_mcp: bool) -> anyhow::Result<ChildSpec> {
         let launch = self.work.path().join(name);
         let (home, tmp, cwd) = (launch.join("home"), launch.join("tmp"), launch.join("work"));
         for dir in [&home, &tmp, &cwd] {
@@ -414,12 +408,59 @@ impl Bench {
             .into_iter()
             .map(|(name, value)| (name.into(), value)),
         );
+        // The flags the daemon's Claude adapter launches with; the goal goes in on stdin.
+        let mut args: Vec<std::ffi::OsString> = [
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--include-partial-messages",
+            "--verbose",
+            "--permission-prompt-tool",
+            "stdio",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        if with_mcp {
+            // What the daemon's Claude adapter passes a task's agent, with the owner's
+            // `paddock mcp` (its own session) in place of the voucher's.
+            let env: serde_json::Map<String, Value> = self
+                .daemon
+                .client_env()
+                .into_iter()
+                .map(|(name, value)| {
+                    (
+                        name.to_string_lossy().into_owned(),
+                        Value::String(value.to_string_lossy().into_owned()),
+                    )
+                })
+                .collect();
+            let config = json!({ "mcpServers": { "paddock": {
+                "type": "stdio",
+                "command": self.paddock.display().to_string(),
+                "args": ["mcp", "--session-id", format!("bench-{name}")],
+                "env": env,
+            }}});
+            args.extend(
+                [
+                    "--mcp-config",
+                    &config.to_string(),
+                    "--strict-mcp-config",
+                    "--tools",
+                    "",
+                    "--allowedTools",
+                    "mcp__paddock",
+                ]
+                .iter()
+                .map(Into::into),
+            );
+        }
+        args.extend(["--permission-mode", "default"].iter().map(Into::into));
         Ok(ChildSpec {
             program: self.claude.clone(),
-            args: ["-p", goal, "--output-format", "stream-json", "--verbose"]
-                .iter()
-                .map(Into::into)
-                .collect(),
+            args,
             env,
             current_dir: Some(cwd),
             ..ChildSpec::default()
@@ -514,6 +555,17 @@ impl Bench {
 }
 
 /// A goal naming its side and round, so each request is recognised as its launch's.
+/// `goal` as the one stream-json line Claude Code reads on stdin (the adapter's user message).
+fn user_message(goal: &str) -> Vec<u8> {
+    let mut line = json!({
+        "type": "user",
+        "message": { "role": "user", "content": [{ "type": "text", "text": goal }] },
+    })
+    .to_string();
+    line.push('\n');
+    line.into_bytes()
+}
+
 fn goal(side: &str, round: u32) -> String {
     format!("Bench task {side} {round}: say that the bench task is over")
 }
@@ -558,7 +610,7 @@ mod tests {
     #[test]
     fn goals_name_their_side_and_round() {
         assert_ne!(goal("hosted", 1), goal("direct", 1));
-        assert_ne!(goal("direct", 1), goal("refilling", 1));
+        assert_ne!(goal("direct", 1), goal("bare", 1));
         assert_ne!(goal("hosted", 1), goal("hosted", 2));
     }
 }

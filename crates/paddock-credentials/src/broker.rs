@@ -69,6 +69,9 @@ pub(crate) struct Entry {
     /// Cancelled on revocation (and on broker shutdown, as a child of its token): requests in
     /// flight and open response streams end when it fires.
     pub revoked: CancellationToken,
+    /// Fired by the first request the proxy forwards for this voucher's launch (shared by the
+    /// launch's vouchers): the launch has reached its upstream.
+    pub used: CancellationToken,
     digest: [u8; 32],
     file: PathBuf,
     minted_at: SystemTime,
@@ -368,11 +371,15 @@ impl CredentialBroker {
         let id = self.fresh_id()?;
         let file = dir.join(format!("voucher-{id}"));
         write_private(&file, secret.expose_secret().as_bytes())?;
+        let used = self
+            .launch_entry(launch)
+            .map_or_else(CancellationToken::new, |entry| entry.used.clone());
         let entry = Arc::new(Entry {
             id: id.clone(),
             launch: launch.to_owned(),
             capabilities: capabilities.clone(),
             revoked: self.shared.shutdown.child_token(),
+            used,
             digest,
             file: file.clone(),
             minted_at: SystemTime::now(),
@@ -403,6 +410,31 @@ impl CredentialBroker {
         self.shared
             .authenticate(candidate.as_bytes())
             .map(|entry| entry.info())
+    }
+
+    /// Resolves once the proxy has forwarded a request for `launch` (at once if it already
+    /// has): how a host learns that a launch it started has reached its model. `None` when
+    /// `launch` holds no live voucher.
+    pub fn first_request(
+        &self,
+        launch: &str,
+    ) -> Option<tokio_util::sync::WaitForCancellationFutureOwned> {
+        self.launch_entry(launch)
+            .map(|entry| entry.used.clone().cancelled_owned())
+    }
+
+    /// A live voucher of `launch`, if it holds one.
+    fn launch_entry(&self, launch: &str) -> Option<Arc<Entry>> {
+        let registry = self
+            .shared
+            .registry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        registry
+            .by_digest
+            .values()
+            .find(|entry| entry.launch == launch)
+            .cloned()
     }
 
     /// Revokes voucher `id`: the next request with it gets 401, its open streams are cut and

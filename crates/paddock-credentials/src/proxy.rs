@@ -143,6 +143,7 @@ async fn handle(
         );
         return error(StatusCode::FORBIDDEN, "capability_denied", &message);
     }
+    entry.used.cancel();
     forward(request, shared, upstream, &entry, &checked).await
 }
 

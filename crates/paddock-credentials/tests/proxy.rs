@@ -297,6 +297,63 @@ async fn capabilities_scope_method_path_and_upstream() {
 }
 
 #[tokio::test]
+async fn a_launch_is_told_when_the_proxy_first_forwards_for_it() {
+    let upstream = Upstream::start().await;
+    let broker = broker_for(vec![upstream_config(
+        "api",
+        &upstream.url(),
+        "authorization",
+        Some("Bearer"),
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    assert!(broker.first_request("l").is_none(), "no voucher yet");
+    let voucher = broker
+        .mint_for_launch("l", caps("api", &["POST /v1/messages"]), dir.path())
+        .unwrap();
+    let first = broker.first_request("l").unwrap();
+    tokio::pin!(first);
+    let client = client();
+    let proxy = broker.proxy_url("api").unwrap();
+    let bearer = format!("Bearer {}", voucher.expose_secret());
+    // Refused requests reach nothing, so they do not count.
+    let (status, _, _) = send(
+        &client,
+        "GET",
+        &format!("{proxy}/v1/models"),
+        &[("authorization", &bearer)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _, _) = send(&client, "POST", &format!("{proxy}/v1/messages"), &[], "").await;
+    assert_eq!(status, 401);
+    let pending = tokio::time::timeout(Duration::ZERO, first.as_mut()).await;
+    assert!(pending.is_err(), "fired before anything was forwarded");
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        &format!("{proxy}/v1/messages"),
+        &[("authorization", &bearer)],
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 200);
+    tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .expect("a forwarded request fires it");
+    // A later voucher of the same launch shares what the launch has done.
+    broker
+        .mint_for_launch("l", caps("api", &["POST /v1/messages"]), dir.path())
+        .unwrap();
+    broker.revoke(&voucher.id).unwrap();
+    let again = broker.first_request("l").unwrap();
+    tokio::time::timeout(Duration::ZERO, again)
+        .await
+        .expect("already fired for the launch");
+}
+
+#[tokio::test]
 async fn revocation_takes_effect_on_the_next_request_on_the_same_connection() {
     let upstream = Upstream::start().await;
     let broker = broker_for(vec![upstream_config(

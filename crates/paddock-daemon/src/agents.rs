@@ -193,6 +193,15 @@ impl AgentsHost {
         })
     }
 
+    /// Resolves once session `id` has sent its first request through the credential proxy
+    /// (its model, for every backend the daemon hosts); `None` when its launch holds no voucher.
+    pub fn first_proxied_request(
+        &self,
+        id: &str,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        self.inner.broker.first_request(id)
+    }
+
     /// The `paddock` executable launches run (and their MCP servers start).
     pub fn paddock_command(&self) -> Option<&std::path::Path> {
         self.inner.host.paddock_command.as_deref()

@@ -22,7 +22,7 @@ use paddock_client::control::{
     AgentsEventsParams, AgentsOpenParams, AgentsSendParams, AgentsStopParams, ControlError,
     ErrorCode, SensitiveText,
 };
-use paddock_devices::{Action, Device, ObserveOptions, Pool};
+use paddock_devices::{Action, Device, ObserveOptions, Pool, RefillHold};
 use paddock_store::{ChoiceScope, Choices, Store};
 use paddock_tools::auth::AuthContextInit;
 use paddock_tools::backend::{BoxFuture, DeviceRequest};
@@ -43,6 +43,9 @@ use crate::agents::{AgentsHost, CursorItem, LaunchExtras};
 pub const MCP_SERVER_NAME: &str = "paddock";
 /// How long a stopped task's agent gets before its process group is killed.
 const AGENT_STOP_GRACE: Duration = Duration::from_secs(3);
+/// The longest the warm pool's refill waits for a task's agent to reach its model (an agent
+/// that never does, hung before its first request, holds it no longer).
+const REFILL_HOLD_LIMIT: Duration = Duration::from_secs(30);
 /// How long the app gets to settle after it is opened.
 const APP_SETTLE: Duration = Duration::from_secs(3);
 /// Screenshots kept in the trajectory: this wide, this JPEG quality.
@@ -427,6 +430,9 @@ impl TaskHost {
     /// (a stop, the step limit) and is already set.
     async fn work(&self, run: &Run) -> Option<Ending> {
         let request = &run.request;
+        // Taking the warm device would boot its replacement at once, competing with the agent's
+        // start for the CPU: the refill waits until the agent has reached its model.
+        let refill_hold = self.inner.pool.hold_refill();
         let acquired = match &request.device_id {
             Some(id) => self.inner.pool.acquire_id(run.session.as_str(), id).await,
             None => {
@@ -474,6 +480,7 @@ impl TaskHost {
             }
         };
         *run.agent.lock().unwrap_or_else(PoisonError::into_inner) = Some(agent.clone());
+        self.release_hold_once_up(run, &agent, refill_hold);
         let mut cursor = match self
             .inner
             .agents
@@ -504,6 +511,29 @@ impl TaskHost {
                 }
             }
         }
+    }
+
+    /// Drops `hold` once the agent has sent its first model request, the task has ended, or
+    /// [`REFILL_HOLD_LIMIT`] has passed, whichever comes first.
+    fn release_hold_once_up(&self, run: &Run, agent: &str, hold: RefillHold) {
+        let first_request = self.inner.agents.first_proxied_request(agent);
+        let mut end = run.end.subscribe();
+        let task = run.id.clone();
+        tokio::spawn(async move {
+            // Without a voucher there is nothing to wait for.
+            let first_request = async {
+                if let Some(first_request) = first_request {
+                    first_request.await;
+                }
+            };
+            let why = tokio::select! {
+                () = first_request => "its agent reached its model",
+                _ = end.wait_for(Option::is_some) => "it ended",
+                () = tokio::time::sleep(REFILL_HOLD_LIMIT) => "its agent is slow to start",
+            };
+            drop(hold);
+            info!(%task, "the warm pool refills: {why}");
+        });
     }
 
     /// Records what an agent event says; an ending when it ends the task.

@@ -18,5 +18,5 @@ pub use device::{
     ObserveOptions, Orientation, Platform, Point, Screenshot, SqlQuery, SwipeDirection, TabsInfo,
     TapKind, Target,
 };
-pub use pool::{DeviceInfo, DeviceState, Pool, PoolConfig, WebPoolConfig};
+pub use pool::{DeviceInfo, DeviceState, Pool, PoolConfig, RefillHold, WebPoolConfig};
 pub use profile::{AppConfig, Profile};

@@ -180,11 +180,31 @@ struct Inner {
     wake: Notify,
     stopping: AtomicBool,
     booting: AtomicU64,
+    /// Live [`RefillHold`]s: while there are any, the warm set is not refilled.
+    refill_holds: AtomicU64,
+    /// Passes of the maintenance loop (tests wait for some to have run).
+    passes: AtomicU64,
     adb: Mutex<AdbStatus>,
     /// Emulators this daemon booted, by AVD name; stopped at shutdown.
     emulators: Mutex<HashMap<String, ManagedChild>>,
     /// Online serials whose probe failed (still booting, say): probed again shortly.
     unprobed: Mutex<Vec<String>>,
+}
+
+/// Holds back the pool's warm refill while it lives ([`Pool::hold_refill`]).
+#[derive(Debug)]
+#[must_use = "the refill resumes as soon as the hold is dropped"]
+pub struct RefillHold {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl Drop for RefillHold {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.refill_holds.fetch_sub(1, Ordering::SeqCst);
+            inner.wake.notify_one();
+        }
+    }
 }
 
 /// The pool. Cheap to clone.
@@ -219,6 +239,8 @@ impl Pool {
                 wake: Notify::new(),
                 stopping: AtomicBool::new(false),
                 booting: AtomicU64::new(0),
+                refill_holds: AtomicU64::new(0),
+                passes: AtomicU64::new(0),
                 adb: Mutex::new(AdbStatus::Disabled),
                 emulators: Mutex::new(HashMap::new()),
                 unprobed: Mutex::new(Vec::new()),
@@ -547,17 +569,30 @@ impl Pool {
         }
     }
 
+    /// Holds back the warm set's refill until the hold is dropped: a task takes it while its
+    /// agent starts, so that booting a replacement Chromium does not compete with the agent
+    /// for the CPU. A session that asks for a device meanwhile and finds none warm boots its
+    /// own at once, as it would while a refill is booting.
+    pub fn hold_refill(&self) -> RefillHold {
+        self.inner.refill_holds.fetch_add(1, Ordering::SeqCst);
+        RefillHold {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
     async fn maintain(self) {
         loop {
             if self.inner.stopping.load(Ordering::SeqCst) {
                 return;
             }
+            self.inner.passes.fetch_add(1, Ordering::SeqCst);
             self.release_idle().await;
             let target = self.inner.config.web.warm;
             let profile_name = self.inner.config.web.profile.clone();
             let warm = self.count(DeviceState::Warm, Some(&profile_name))
                 + self.inner.booting.load(Ordering::SeqCst) as usize;
-            if warm < target {
+            let held = self.inner.refill_holds.load(Ordering::SeqCst) > 0;
+            if warm < target && !held {
                 if let Err(error) = self.boot_warm(&profile_name).await {
                     warn!(%error, "could not warm a web device");
                     // Do not spin on a machine without Chromium.
@@ -1039,5 +1074,72 @@ async fn persist(
 ) {
     if let Err(error) = store.blocking(write).await {
         warn!(%error, "could not persist a device binding");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool of one warm web device whose browser cannot start, so every refill attempt
+    /// shows as a device id used up.
+    fn unbootable_pool(dir: &std::path::Path) -> Pool {
+        let store = Arc::new(Store::open(&dir.join("store.sqlite")).unwrap());
+        let config = PoolConfig {
+            web: WebPoolConfig {
+                chromium: ChromiumConfig {
+                    executable: "/bin/false".into(),
+                    ..ChromiumConfig::default()
+                },
+                warm: 1,
+                ..WebPoolConfig::default()
+            },
+            ..PoolConfig::default()
+        };
+        Pool::new(config, store, "test".to_owned())
+    }
+
+    fn attempts(pool: &Pool) -> u64 {
+        pool.inner.next_id.load(Ordering::SeqCst) - 1
+    }
+
+    #[tokio::test]
+    async fn a_held_refill_boots_nothing_until_the_last_hold_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = unbootable_pool(dir.path());
+        let first = pool.hold_refill();
+        let second = pool.hold_refill();
+        pool.start();
+        // Several passes of the loop see the warm set short and leave it so.
+        let deadline = Duration::from_secs(60);
+        tokio::time::timeout(deadline, async {
+            while pool.inner.passes.load(Ordering::SeqCst) < 4 {
+                pool.inner.wake.notify_one();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the maintenance loop never ran");
+        assert_eq!(attempts(&pool), 0, "booted while held");
+        drop(first);
+        let passes = pool.inner.passes.load(Ordering::SeqCst);
+        tokio::time::timeout(deadline, async {
+            while pool.inner.passes.load(Ordering::SeqCst) < passes + 3 {
+                pool.inner.wake.notify_one();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the maintenance loop stopped");
+        assert_eq!(attempts(&pool), 0, "booted while one hold was left");
+        drop(second);
+        tokio::time::timeout(deadline, async {
+            while attempts(&pool) == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the refill never resumed");
+        pool.shutdown().await;
     }
 }

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 mod output;
 pub mod sandbox;
 
-pub use output::{Output, RunError, STDOUT_CAPACITY, output};
+pub use output::{Output, RunError, STDOUT_CAPACITY, output, output_fed};
 
 /// How many bytes of stderr are kept.
 pub const STDERR_CAPACITY: usize = 64 * 1024;

@@ -4,7 +4,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt as _};
 use tokio::process::ChildStdout;
 use tokio::sync::mpsc;
 
@@ -41,17 +41,35 @@ impl RunError {
 /// Runs `spec` (its `stdout` set, its `stdin` as given) until it exits and both of its output
 /// pipes are closed, for at most `within`. On the deadline the child's whole process group is
 /// killed and [`RunError::TimedOut`] returned.
-pub async fn output(mut spec: ChildSpec, within: Duration) -> Result<Output, RunError> {
+pub async fn output(spec: ChildSpec, within: Duration) -> Result<Output, RunError> {
+    output_fed(spec, None, within).await
+}
+
+/// [`output`] with `input` written to the child's stdin, which is then closed (a child that
+/// stops reading early loses the rest, as in a shell pipe).
+pub async fn output_fed(
+    mut spec: ChildSpec,
+    input: Option<Vec<u8>>,
+    within: Duration,
+) -> Result<Output, RunError> {
     spec.stdout = true;
+    spec.stdin |= input.is_some();
     // The stderr watcher's sender is dropped when the capture task reaches end of file; once
     // the channel is closed the captured tail is complete.
     let (stderr_tx, mut stderr_lines) = mpsc::unbounded_channel();
     let mut child = ManagedChild::spawn(spec, Some(stderr_tx))?;
     let stdout = child.stdout.take();
+    let stdin = child.stdin.take();
     let exited = child.exited();
     let collected = tokio::time::timeout(within, async move {
         let stderr_closed = async { while stderr_lines.recv().await.is_some() {} };
-        let (stdout, (), status) = tokio::join!(read_bounded(stdout), stderr_closed, exited);
+        let fed = async move {
+            if let (Some(mut stdin), Some(input)) = (stdin, input) {
+                let _ = stdin.write_all(&input).await;
+            }
+        };
+        let (stdout, (), status, ()) =
+            tokio::join!(read_bounded(stdout), stderr_closed, exited, fed);
         (stdout, status)
     })
     .await;
@@ -104,6 +122,23 @@ mod tests {
         assert_eq!(output.status.code(), Some(4));
         assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n[]\n");
         assert_eq!(output.stderr, "err\n");
+    }
+
+    #[tokio::test]
+    async fn fed_input_reaches_stdin_which_then_closes() {
+        let output = output_fed(
+            sh("read first; echo \"[$first]\"; cat | wc -l"),
+            Some(b"hello\ntwo\nthree\n".to_vec()),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            stdout.split_whitespace().collect::<Vec<_>>(),
+            ["[hello]", "2"]
+        );
     }
 
     #[tokio::test]

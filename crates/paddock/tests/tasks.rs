@@ -215,6 +215,24 @@ fn a_stopped_task_ends_its_agent_and_a_timed_out_one_fails() {
     let task = run_task(&http, json!({ "goal": "stop me" }));
     wait_scripted(&model, 2);
 
+    // The task took the warm device; its replacement boots once the agent has reached its
+    // model (its second request is held, so the task is still running), not at its end.
+    paddock_testkit::wait_until(DEADLINE, || {
+        let listed = http.call("listDevices", json!({})).ok()?;
+        let devices = listed["structuredContent"]["devices"].as_array()?.clone();
+        devices
+            .iter()
+            .any(|device| device["state"] == "warm")
+            .then_some(())
+    })
+    .expect("the pool never refilled while the task ran");
+    let log = harness.detached_log();
+    assert!(
+        log.lines().any(|line| line.contains(&task)
+            && line.contains("the warm pool refills: its agent reached its model")),
+        "{log}"
+    );
+
     // While the agent works: neither it nor its MCP server holds the daemon's token or the
     // real key — only the voucher's file path.
     let token = harness.token().unwrap();
