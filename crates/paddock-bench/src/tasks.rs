@@ -110,6 +110,9 @@ struct Bench {
     fixture: FixtureApp,
     claude: PathBuf,
     paddock: PathBuf,
+    /// Start every side on a quiet machine (not in a smoke run, which shares the machine with
+    /// the test suite and times nothing).
+    wait_quiet: bool,
     /// Per-launch homes of the direct CLI.
     work: tempfile::TempDir,
     client: McpClient,
@@ -123,7 +126,7 @@ pub(crate) async fn run(args: TasksArgs, mode: Mode) -> anyhow::Result<()> {
         .agents_dir
         .clone()
         .unwrap_or_else(crate::node_package::default_agents_dir);
-    let mut bench = Bench::start(&paddock, &agents_dir)?;
+    let mut bench = Bench::start(&paddock, &agents_dir, !mode.is_smoke())?;
     let (rounds, warmup) = if mode.is_smoke() {
         (1, 0)
     } else {
@@ -217,7 +220,7 @@ fn report(
         bench.model.base_url()
     );
     println!(
-        "{rounds} rounds after {warmup} warm-up, sides rotating; both the hosted and the direct agent start `paddock mcp` (the direct one as the owner, the hosted one with its voucher) and offer only its tools; the hosted one reaches the model through the daemon's credential proxy; the pool's refill waits for the task's agent to reach the model"
+        "{rounds} rounds after {warmup} warm-up, sides rotating; both the hosted and the direct agent start `paddock mcp` (the direct one as the owner, the hosted one with its voucher) and offer only its tools; the hosted one reaches the model through the daemon's credential proxy; the pool's refill waits for the task's agent to reach the model; every side starts once the pool is settled and the CPUs are quiet (<= 10% busy for 0.5 s)"
     );
     println!();
     println!(
@@ -264,7 +267,7 @@ fn report(
 }
 
 impl Bench {
-    fn start(paddock: &Path, agents_dir: &Path) -> anyhow::Result<Self> {
+    fn start(paddock: &Path, agents_dir: &Path, wait_quiet: bool) -> anyhow::Result<Self> {
         let claude = agents_dir.join("claude");
         if !claude.exists() {
             bail!(
@@ -298,6 +301,7 @@ impl Bench {
             // The direct CLI starts it from its own working directory.
             paddock: std::fs::canonicalize(paddock)
                 .with_context(|| format!("`{}`", paddock.display()))?,
+            wait_quiet,
             work: tempfile::tempdir()?,
             client,
             daemon,
@@ -308,6 +312,9 @@ impl Bench {
     /// its agent's first scripted request. The task then completes with the scripted answer.
     fn hosted_first_request(&mut self, round: u32) -> anyhow::Result<Duration> {
         wait_for_warm_pool(&mut self.client, WEB_WARM)?;
+        if self.wait_quiet {
+            wait_for_quiet_cpu()?;
+        }
         let goal = goal("hosted", round);
         let before = self.expect_first_request();
         let sent = Instant::now();
@@ -348,6 +355,9 @@ impl Bench {
     ) -> anyhow::Result<Duration> {
         // The previous task's device resets in the background; not during this launch.
         wait_for_warm_pool(&mut self.client, WEB_WARM)?;
+        if self.wait_quiet {
+            wait_for_quiet_cpu()?;
+        }
         let with_mcp = launch == Launch::Direct;
         let side = if with_mcp { "direct" } else { "bare" };
         let goal = goal(side, round);
@@ -555,6 +565,54 @@ impl Bench {
 }
 
 /// A goal naming its side and round, so each request is recognised as its launch's.
+/// Waits until the machine is quiet: two consecutive quarter-second windows with the CPUs at
+/// most 10% busy. Every side starts so, whatever the previous one left running in the
+/// background (a refill's Chromium booting, a released one shutting down, a CLI exiting).
+fn wait_for_quiet_cpu() -> anyhow::Result<()> {
+    /// (busy, total) jiffies of all CPUs, from `/proc/stat`'s first line.
+    fn jiffies() -> anyhow::Result<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("cpu "))
+            .context("/proc/stat has no `cpu` line")?
+            .split_whitespace()
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        let total: u64 = fields.iter().take(8).sum();
+        let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+        Ok((total.saturating_sub(idle), total))
+    }
+    const WINDOW: Duration = Duration::from_millis(250);
+    const LIMIT: Duration = Duration::from_secs(60);
+    let deadline = Instant::now() + LIMIT;
+    let mut quiet_windows = 0;
+    let mut last = jiffies()?;
+    while quiet_windows < 2 {
+        if Instant::now() >= deadline {
+            bail!(
+                "the machine stayed busy for {}s; run the benchmark on a quiet machine",
+                LIMIT.as_secs()
+            );
+        }
+        std::thread::sleep(WINDOW);
+        let now = jiffies()?;
+        let (busy, total) = (
+            now.0.saturating_sub(last.0),
+            now.1.saturating_sub(last.1).max(1),
+        );
+        quiet_windows = if busy * 10 <= total {
+            quiet_windows + 1
+        } else {
+            0
+        };
+        last = now;
+    }
+    Ok(())
+}
+
 /// `goal` as the one stream-json line Claude Code reads on stdin (the adapter's user message).
 fn user_message(goal: &str) -> Vec<u8> {
     let mut line = json!({

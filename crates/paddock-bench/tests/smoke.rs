@@ -347,7 +347,7 @@ fn tasks_reach_the_model_and_a_plan_runs_every_step() {
         &[
             "smoke tasks: ok:",
             "runTask's agent reached the model with its goal and the task completed with the scripted answer",
-            "the CLI started directly reached it too and printed the answer (with the pool settled and while it refilled)",
+            "the CLI started directly reached it too and printed the answer (with the task's MCP server and without one)",
             "executePlan ran 20 steps ok and as many separate inputText calls succeeded",
         ],
     );
