@@ -419,20 +419,10 @@ impl Bench {
             .map(|(name, value)| (name.into(), value)),
         );
         // The flags the daemon's Claude adapter launches with; the goal goes in on stdin.
-        let mut args: Vec<std::ffi::OsString> = [
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--include-partial-messages",
-            "--verbose",
-            "--permission-prompt-tool",
-            "stdio",
-        ]
-        .iter()
-        .map(Into::into)
-        .collect();
+        let mut args: Vec<std::ffi::OsString> = paddock_agents::adapters::claude::SESSION_ARGS
+            .iter()
+            .map(Into::into)
+            .collect();
         if with_mcp {
             // What the daemon's Claude adapter passes a task's agent, with the owner's
             // `paddock mcp` (its own session) in place of the voucher's.

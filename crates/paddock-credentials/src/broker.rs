@@ -305,19 +305,11 @@ impl CredentialBroker {
             listeners.remove(index)
         };
         removed.stop.cancel();
-        let ids: Vec<String> = {
-            let registry = self
-                .shared
-                .registry
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            registry
-                .by_digest
-                .values()
-                .filter(|entry| entry.capabilities.covers_upstream(name))
-                .map(|entry| entry.id.clone())
-                .collect()
-        };
+        let ids: Vec<String> = self
+            .live_entries(|entry| entry.capabilities.covers_upstream(name))
+            .iter()
+            .map(|entry| entry.id.clone())
+            .collect();
         debug!(upstream = %name, vouchers = ids.len(), "upstream removed");
         Ok(ids.iter().filter_map(|id| self.revoke(id).ok()).collect())
     }
@@ -425,6 +417,11 @@ impl CredentialBroker {
 
     /// A live voucher of `launch`, if it holds one.
     fn launch_entry(&self, launch: &str) -> Option<Arc<Entry>> {
+        self.live_entries(|entry| entry.launch == launch).pop()
+    }
+
+    /// The live vouchers that `keep` accepts, in no particular order.
+    fn live_entries(&self, keep: impl Fn(&Entry) -> bool) -> Vec<Arc<Entry>> {
         let registry = self
             .shared
             .registry
@@ -433,8 +430,9 @@ impl CredentialBroker {
         registry
             .by_digest
             .values()
-            .find(|entry| entry.launch == launch)
+            .filter(|entry| keep(entry))
             .cloned()
+            .collect()
     }
 
     /// Revokes voucher `id`: the next request with it gets 401, its open streams are cut and
@@ -478,14 +476,9 @@ impl CredentialBroker {
 
     /// The live vouchers, oldest first.
     pub fn list(&self) -> Vec<VoucherInfo> {
-        let registry = self
-            .shared
-            .registry
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut infos: Vec<VoucherInfo> = registry
-            .by_digest
-            .values()
+        let mut infos: Vec<VoucherInfo> = self
+            .live_entries(|_| true)
+            .iter()
             .map(|entry| entry.info())
             .collect();
         infos.sort_by_key(|info| std::cmp::Reverse(info.age));

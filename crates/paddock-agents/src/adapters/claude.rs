@@ -46,26 +46,28 @@ const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
     supported: None,
 };
 
+/// The flags every session starts Claude Code with: stream-json in and out (the goal and
+/// every message as a `user` line on stdin), partial messages, and permission prompts over the
+/// control protocol. Tool, mode, model and instruction flags follow them.
+pub const SESSION_ARGS: [&str; 9] = [
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--include-partial-messages",
+    "--verbose",
+    "--permission-prompt-tool",
+    "stdio",
+];
+
 impl Adapter for Claude {
     fn descriptor(&self) -> &AdapterDescriptor {
         &DESCRIPTOR
     }
 
     fn launch(&self, request: &OpenRequest) -> LaunchPlan {
-        let mut args: Vec<std::ffi::OsString> = [
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--include-partial-messages",
-            "--verbose",
-            "--permission-prompt-tool",
-            "stdio",
-        ]
-        .iter()
-        .map(Into::into)
-        .collect();
+        let mut args: Vec<std::ffi::OsString> = SESSION_ARGS.iter().map(Into::into).collect();
         let mode = match request.config.mode {
             Mode::Default => "default",
             Mode::AcceptEdits => "acceptEdits",
