@@ -22,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use paddock_agents::adapters::claude::{Claude, ClaudeProtocol};
+use paddock_agents::adapters::{Adapter as _, Protocol as _};
+use paddock_agents::{AgentConfig, BackendId, Command, McpServer, OpenRequest, ToolAccess};
 use paddock_process::ChildSpec;
 use paddock_testkit::fixture::FixtureApp;
 use paddock_testkit::model::{Recorded, ScriptedModel, Turn};
@@ -308,13 +311,19 @@ impl Bench {
         })
     }
 
-    /// One task on a settled warm pool: from sending `runTask` to the model server having read
-    /// its agent's first scripted request. The task then completes with the scripted answer.
-    fn hosted_first_request(&mut self, round: u32) -> anyhow::Result<Duration> {
+    /// Waits for the warm pool to settle and, unless this is a smoke run, for quiet CPUs.
+    fn settle(&mut self) -> anyhow::Result<()> {
         wait_for_warm_pool(&mut self.client, WEB_WARM)?;
         if self.wait_quiet {
             wait_for_quiet_cpu()?;
         }
+        Ok(())
+    }
+
+    /// One task on a settled warm pool: from sending `runTask` to the model server having read
+    /// its agent's first scripted request. The task then completes with the scripted answer.
+    fn hosted_first_request(&mut self, round: u32) -> anyhow::Result<Duration> {
+        self.settle()?;
         let goal = goal("hosted", round);
         let before = self.expect_first_request();
         let sent = Instant::now();
@@ -354,10 +363,7 @@ impl Bench {
         launch: Launch,
     ) -> anyhow::Result<Duration> {
         // The previous task's device resets in the background; not during this launch.
-        wait_for_warm_pool(&mut self.client, WEB_WARM)?;
-        if self.wait_quiet {
-            wait_for_quiet_cpu()?;
-        }
+        self.settle()?;
         let with_mcp = launch == Launch::Direct;
         let side = if with_mcp { "direct" } else { "bare" };
         let goal = goal(side, round);
@@ -389,6 +395,14 @@ impl Bench {
                 output.stderr
             );
         }
+        // Claude Code answers without an MCP server that failed to start; that side would
+        // then measure the bare CLI.
+        if with_mcp && mcp_status(&stdout, "paddock").as_deref() != Some("connected") {
+            bail!(
+                "`{}` did not connect its `paddock` MCP server; stdout:\n{stdout}",
+                self.claude.display()
+            );
+        }
         Ok(request.received_at.saturating_duration_since(sent))
     }
 
@@ -402,6 +416,48 @@ impl Bench {
             .iter()
             .filter_map(|name| Some((name.into(), std::env::var_os(name)?)))
             .collect();
+        // The daemon's Claude adapter plans this launch, as it does a task's: its flags and
+        // environment defaults, and with `with_mcp` the task's MCP server (here the owner's
+        // `paddock mcp` on its own session, not the voucher's) and tool access.
+        let mcp_servers = if with_mcp {
+            vec![McpServer {
+                name: "paddock".to_owned(),
+                command: self.paddock.clone(),
+                args: vec!["mcp".into(), "--session-id".into(), format!("bench-{name}")],
+                env: self
+                    .daemon
+                    .client_env()
+                    .into_iter()
+                    .map(|(name, value)| {
+                        (
+                            name.to_string_lossy().into_owned(),
+                            value.to_string_lossy().into_owned(),
+                        )
+                    })
+                    .collect(),
+            }]
+        } else {
+            Vec::new()
+        };
+        let tools = if with_mcp {
+            ToolAccess::McpOnly
+        } else {
+            ToolAccess::Default
+        };
+        let plan = Claude.launch(&OpenRequest {
+            backend: BackendId::Claude,
+            launch: paddock_agents::Launch {
+                working_directory: cwd.clone(),
+                instructions: None,
+                launch_id: name.to_owned(),
+            },
+            config: AgentConfig {
+                mcp_servers,
+                tools,
+                ..AgentConfig::default()
+            },
+            env: Vec::new(),
+        });
         env.extend(
             [
                 ("HOME", home.into_os_string()),
@@ -409,55 +465,16 @@ impl Bench {
                 ("CLAUDE_CODE_TMPDIR", tmp.into_os_string()),
                 ("ANTHROPIC_BASE_URL", self.model.base_url().into()),
                 ("ANTHROPIC_API_KEY", API_KEY.into()),
-                // What the daemon's Claude adapter sets for every launch.
-                ("DISABLE_AUTOUPDATER", "1".into()),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-                ("DISABLE_TELEMETRY", "1".into()),
-                ("DISABLE_ERROR_REPORTING", "1".into()),
             ]
             .into_iter()
-            .map(|(name, value)| (name.into(), value)),
+            .map(|(name, value)| (name.into(), value))
+            .chain(
+                plan.env
+                    .into_iter()
+                    .map(|(name, value)| (name.into(), value.into())),
+            ),
         );
-        // The flags the daemon's Claude adapter launches with; the goal goes in on stdin.
-        let mut args: Vec<std::ffi::OsString> = paddock_agents::adapters::claude::SESSION_ARGS
-            .iter()
-            .map(Into::into)
-            .collect();
-        if with_mcp {
-            // What the daemon's Claude adapter passes a task's agent, with the owner's
-            // `paddock mcp` (its own session) in place of the voucher's.
-            let env: serde_json::Map<String, Value> = self
-                .daemon
-                .client_env()
-                .into_iter()
-                .map(|(name, value)| {
-                    (
-                        name.to_string_lossy().into_owned(),
-                        Value::String(value.to_string_lossy().into_owned()),
-                    )
-                })
-                .collect();
-            let config = json!({ "mcpServers": { "paddock": {
-                "type": "stdio",
-                "command": self.paddock.display().to_string(),
-                "args": ["mcp", "--session-id", format!("bench-{name}")],
-                "env": env,
-            }}});
-            args.extend(
-                [
-                    "--mcp-config",
-                    &config.to_string(),
-                    "--strict-mcp-config",
-                    "--tools",
-                    "",
-                    "--allowedTools",
-                    "mcp__paddock",
-                ]
-                .iter()
-                .map(Into::into),
-            );
-        }
-        args.extend(["--permission-mode", "default"].iter().map(Into::into));
+        let args = plan.args;
         Ok(ChildSpec {
             program: self.claude.clone(),
             args,
@@ -603,15 +620,27 @@ fn wait_for_quiet_cpu() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `goal` as the one stream-json line Claude Code reads on stdin (the adapter's user message).
+/// The status Claude Code's `system`/`init` line gives MCP server `name`.
+fn mcp_status(stdout: &str, name: &str) -> Option<String> {
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|message| message["type"] == "system" && message["subtype"] == "init")?["mcp_servers"]
+        .as_array()?
+        .iter()
+        .find(|server| server["name"] == name)?["status"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// `goal` as the line Claude Code reads on stdin: the adapter's user message.
 fn user_message(goal: &str) -> Vec<u8> {
-    let mut line = json!({
-        "type": "user",
-        "message": { "role": "user", "content": [{ "type": "text", "text": goal }] },
-    })
-    .to_string();
-    line.push('\n');
-    line.into_bytes()
+    let mut bytes = Vec::new();
+    for line in ClaudeProtocol::default().user(&Command::user("bench", goal)) {
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes
 }
 
 fn goal(side: &str, round: u32) -> String {
@@ -653,6 +682,18 @@ mod tests {
         assert!(check_plan_run(&json!({ "ok": false, "steps": [ok(1), ok(2)] }), 2).is_err());
         let failed = json!({ "ok": true, "steps": [ok(1), { "ok": false, "step": 2 }] });
         assert!(check_plan_run(&failed, 2).is_err());
+    }
+
+    #[test]
+    fn an_mcp_server_status_is_read_from_the_init_line() {
+        let stdout = concat!(
+            "{\"type\":\"system\",\"subtype\":\"init\",\"mcp_servers\":",
+            "[{\"name\":\"paddock\",\"status\":\"failed\"}]}\n",
+            "{\"type\":\"result\"}\n"
+        );
+        assert_eq!(mcp_status(stdout, "paddock").as_deref(), Some("failed"));
+        assert_eq!(mcp_status(stdout, "other"), None);
+        assert_eq!(mcp_status("{\"type\":\"result\"}", "paddock"), None);
     }
 
     #[test]

@@ -143,7 +143,10 @@ async fn handle(
         );
         return error(StatusCode::FORBIDDEN, "capability_denied", &message);
     }
-    entry.used.cancel();
+    // Checked first: cancelling takes the token's lock, and this runs on every request.
+    if !entry.used.is_cancelled() {
+        entry.used.cancel();
+    }
     forward(request, shared, upstream, &entry, &checked).await
 }
 

@@ -1099,8 +1099,24 @@ mod tests {
         Pool::new(config, store, "test".to_owned())
     }
 
+    /// A hang deadline, not a speed expectation.
+    const DEADLINE: Duration = Duration::from_secs(60);
+
     fn attempts(pool: &Pool) -> u64 {
         pool.inner.next_id.load(Ordering::SeqCst) - 1
+    }
+
+    /// Wakes the maintenance loop until it has made `count` more passes.
+    async fn run_passes(pool: &Pool, count: u64) {
+        let target = pool.inner.passes.load(Ordering::SeqCst) + count;
+        tokio::time::timeout(DEADLINE, async {
+            while pool.inner.passes.load(Ordering::SeqCst) < target {
+                pool.inner.wake.notify_one();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the maintenance loop stopped making passes");
     }
 
     #[tokio::test]
@@ -1111,29 +1127,13 @@ mod tests {
         let second = pool.hold_refill();
         pool.start();
         // Several passes of the loop see the warm set short and leave it so.
-        let deadline = Duration::from_secs(60);
-        tokio::time::timeout(deadline, async {
-            while pool.inner.passes.load(Ordering::SeqCst) < 4 {
-                pool.inner.wake.notify_one();
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("the maintenance loop never ran");
+        run_passes(&pool, 4).await;
         assert_eq!(attempts(&pool), 0, "booted while held");
         drop(first);
-        let passes = pool.inner.passes.load(Ordering::SeqCst);
-        tokio::time::timeout(deadline, async {
-            while pool.inner.passes.load(Ordering::SeqCst) < passes + 3 {
-                pool.inner.wake.notify_one();
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("the maintenance loop stopped");
+        run_passes(&pool, 3).await;
         assert_eq!(attempts(&pool), 0, "booted while one hold was left");
         drop(second);
-        tokio::time::timeout(deadline, async {
+        tokio::time::timeout(DEADLINE, async {
             while attempts(&pool) == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }

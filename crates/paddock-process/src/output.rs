@@ -59,7 +59,8 @@ pub async fn output_fed(
     let (stderr_tx, mut stderr_lines) = mpsc::unbounded_channel();
     let mut child = ManagedChild::spawn(spec, Some(stderr_tx))?;
     let stdout = child.stdout.take();
-    let stdin = child.stdin.take();
+    // Without input, a requested stdin stays open until the child is done, as before.
+    let stdin = input.as_ref().and_then(|_| child.stdin.take());
     let exited = child.exited();
     let collected = tokio::time::timeout(within, async move {
         let stderr_closed = async { while stderr_lines.recv().await.is_some() {} };

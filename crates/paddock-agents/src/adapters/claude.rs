@@ -49,7 +49,7 @@ const DESCRIPTOR: AdapterDescriptor = AdapterDescriptor {
 /// The flags every session starts Claude Code with: stream-json in and out (the goal and
 /// every message as a `user` line on stdin), partial messages, and permission prompts over the
 /// control protocol. Tool, mode, model and instruction flags follow them.
-pub const SESSION_ARGS: [&str; 9] = [
+const SESSION_ARGS: [&str; 9] = [
     "-p",
     "--input-format",
     "stream-json",
