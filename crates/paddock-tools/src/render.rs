@@ -6,22 +6,61 @@ use std::fmt::Write as _;
 use paddock_devices::{Element, Observation, Orientation};
 use serde_json::{Value, json};
 
+/// Which elements' lines carry their bounds (`@x,y wxh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Bounds {
+    /// Only where a ref alone is not enough to act or to see what a finger hits: elements
+    /// with no name (a canvas, say), hidden controls and closed shadow roots.
+    #[default]
+    WhereNeeded,
+    /// Every element's.
+    All,
+}
+
+/// What a caller last saw of a device: the header line of its last answer and the elements,
+/// so that an action can answer with what changed since.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub header: String,
+    pub elements: Vec<Element>,
+}
+
+impl Seen {
+    pub fn of(observation: &Observation) -> Self {
+        let mut header = String::new();
+        header_line(&mut header, observation);
+        Self {
+            header,
+            elements: observation.elements.clone(),
+        }
+    }
+}
+
 /// The text form: a header line, one line per element, and what lies off screen.
 pub fn observation_text(observation: &Observation) -> String {
-    let mut out = String::with_capacity(64 + observation.elements.len() * 40);
-    header(&mut out, observation);
+    observation_text_with(observation, Bounds::default())
+}
+
+/// [`observation_text`] with each element's bounds as `bounds` asks.
+pub fn observation_text_with(observation: &Observation, bounds: Bounds) -> String {
+    let mut out = String::with_capacity(64 + observation.elements.len() * 32);
+    header_line(&mut out, observation);
+    preamble(&mut out, observation);
     for element in &observation.elements {
-        element_line(&mut out, element);
+        element_line(&mut out, element, bounds);
     }
     footer(&mut out, observation);
     out
 }
 
-/// The text form of an observation after an action, as changes since `previous` (the elements
-/// the caller last saw): `+` an element that appeared, `-` one that went, `~` one whose line
-/// changed (shown as it is now). `None` when the whole screen would be as short.
-pub fn change_text(previous: &[Element], observation: &Observation) -> Option<String> {
+/// The text form of an observation after an action, as changes since `previous` (what the
+/// caller last saw): the header line only when it changed (another page, title, tab count
+/// or screen), then `+` an element that appeared, `-` one that went, `~` one whose line
+/// changed (shown as it is now). A move alone is not a change. `None` when the whole screen
+/// would be as short.
+pub fn change_text(previous: &Seen, observation: &Observation) -> Option<String> {
     let before: std::collections::HashMap<&str, String> = previous
+        .elements
         .iter()
         .map(|element| (element.reference.as_str(), line_of(element)))
         .collect();
@@ -45,7 +84,7 @@ pub fn change_text(previous: &[Element], observation: &Observation) -> Option<St
             }
         }
     }
-    for element in previous {
+    for element in &previous.elements {
         if !present.contains(element.reference.as_str()) {
             count += 1;
             changes.push_str("- ");
@@ -53,7 +92,12 @@ pub fn change_text(previous: &[Element], observation: &Observation) -> Option<St
         }
     }
     let mut out = String::with_capacity(64 + changes.len());
-    header(&mut out, observation);
+    let mut now = String::new();
+    header_line(&mut now, observation);
+    if now != previous.header {
+        out.push_str(&now);
+    }
+    preamble(&mut out, observation);
     if count == 0 {
         out.push_str("no element changed since your last observation\n");
     } else {
@@ -67,12 +111,12 @@ pub fn change_text(previous: &[Element], observation: &Observation) -> Option<St
 
 fn line_of(element: &Element) -> String {
     let mut line = String::new();
-    element_line(&mut line, element);
+    element_line(&mut line, element, Bounds::default());
     line
 }
 
-/// The header line and what precedes the elements: notices, a modal, the focus.
-fn header(out: &mut String, observation: &Observation) {
+/// The header line: device, profile, orientation, screen size, app, URL, title, tabs.
+fn header_line(out: &mut String, observation: &Observation) {
     let orientation = match observation.orientation {
         Orientation::Portrait => "portrait",
         Orientation::Landscape => "landscape",
@@ -97,6 +141,10 @@ fn header(out: &mut String, observation: &Observation) {
         let _ = write!(out, " tabs {} (active {})", tabs.count, tabs.active);
     }
     out.push('\n');
+}
+
+/// What precedes the elements: notices, a modal, the focus.
+fn preamble(out: &mut String, observation: &Observation) {
     for notice in &observation.notices {
         let _ = writeln!(out, "notice: {notice}");
     }
@@ -134,7 +182,7 @@ fn footer(out: &mut String, observation: &Observation) {
     }
 }
 
-fn element_line(out: &mut String, element: &Element) {
+fn element_line(out: &mut String, element: &Element, bounds: Bounds) {
     let _ = write!(out, "{} {}", element.reference, element.role);
     if let Some(level) = element.level {
         let _ = write!(out, "/{level}");
@@ -150,8 +198,15 @@ fn element_line(out: &mut String, element: &Element) {
     if !element.states.is_empty() {
         let _ = write!(out, " [{}]", element.states.join(","));
     }
-    let [x, y, width, height] = element.bounds;
-    let _ = write!(out, " @{x},{y} {width}x{height}");
+    let needed = element.name.is_empty()
+        || element
+            .states
+            .iter()
+            .any(|state| state == "hidden-control" || state == "closed-shadow-root");
+    if bounds == Bounds::All || needed {
+        let [x, y, width, height] = element.bounds;
+        let _ = write!(out, " @{x},{y} {width}x{height}");
+    }
     if element.offscreen {
         out.push_str(" offscreen");
     }
@@ -278,28 +333,45 @@ mod tests {
 
     #[test]
     fn a_small_change_is_listed_instead_of_the_screen() {
-        let before = many(vec![element("e30", "text", "3 items left", &[])]);
+        let before = Seen::of(&screen(many(vec![element(
+            "e30",
+            "text",
+            "3 items left",
+            &[],
+        )])));
         let mut after = many(vec![element("e31", "text", "2 items left", &[])]);
         after[1] = element("e2", "checkbox", "Item 2", &["checked"]);
+        // A move alone is no change.
+        after[3].bounds = [0, 300, 100, 40];
         let text = change_text(&before, &screen(after)).unwrap_or_default();
-        assert!(text.starts_with("web-1 pixel7 portrait 412x915"), "{text}");
         assert!(
-            text.contains("3 change(s) since your last observation"),
-            "{text}"
+            text.starts_with("3 change(s) since your last observation:\n"),
+            "the unchanged header is not repeated: {text}"
         );
         assert!(
-            text.contains("~ e2 checkbox \"Item 2\" [checked] @0,0 100x40\n"),
+            text.contains("~ e2 checkbox \"Item 2\" [checked]\n"),
             "{text}"
         );
-        assert!(text.contains("+ e31 text \"2 items left\""), "{text}");
-        assert!(text.contains("- e30 text \"3 items left\""), "{text}");
-        assert!(!text.contains("Item 7"), "{text}");
+        assert!(text.contains("+ e31 text \"2 items left\"\n"), "{text}");
+        assert!(text.contains("- e30 text \"3 items left\"\n"), "{text}");
+        assert!(
+            !text.contains("Item 7") && !text.contains("Item 4"),
+            "{text}"
+        );
         assert!(text.ends_with("settled: true\n"), "{text}");
+
+        let mut elsewhere = screen(many(Vec::new()));
+        elsewhere.url = "http://127.0.0.1/#/done".into();
+        let text = change_text(&before, &elsewhere).unwrap_or_default();
+        assert!(
+            text.starts_with("web-1 pixel7 portrait 412x915 http://127.0.0.1/#/done \"Todo\"\n"),
+            "a changed header is sent: {text}"
+        );
     }
 
     #[test]
     fn nothing_changed_says_so_and_a_new_screen_is_sent_whole() {
-        let same = many(Vec::new());
+        let same = Seen::of(&screen(many(Vec::new())));
         let text = change_text(&same, &screen(many(Vec::new()))).unwrap_or_default();
         assert!(
             text.contains("no element changed since your last observation"),
@@ -309,5 +381,26 @@ mod tests {
             .map(|n| element(&format!("e{n}"), "link", &format!("Page {n}"), &[]))
             .collect();
         assert_eq!(change_text(&same, &screen(other)), None);
+    }
+
+    #[test]
+    fn bounds_are_listed_where_a_ref_is_not_enough_or_on_request() {
+        let mut canvas = element("e2", "canvas", "", &[]);
+        canvas.bounds = [8, 60, 300, 150];
+        let mut hidden = element("e3", "checkbox", "Fancy", &["hidden-control"]);
+        hidden.bounds = [16, 220, 24, 24];
+        let observation = screen(vec![element("e1", "button", "Save", &[]), canvas, hidden]);
+        let text = observation_text(&observation);
+        assert!(text.contains("e1 button \"Save\"\n"), "{text}");
+        assert!(
+            text.contains("e2 canvas (no accessible content; tap by x,y) @8,60 300x150\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("e3 checkbox \"Fancy\" [hidden-control] @16,220 24x24\n"),
+            "{text}"
+        );
+        let all = observation_text_with(&observation, Bounds::All);
+        assert!(all.contains("e1 button \"Save\" @0,0 100x40\n"), "{all}");
     }
 }

@@ -93,9 +93,10 @@ the session. `observe` returns the screen's elements with refs such as `e12`: ac
 (`tapOn {ref}`), or on `text`/`id` when you have no fresh observation. Refs go stale when the \
 page changes, so observe again after every action that changes the screen, and before acting \
 on what you expect to see. An action answers with the screen after it, or, when shorter, with \
-what changed since your last observation: `+` a new element, `-` one gone, `~` one changed \
-(shown as it is now); unchanged elements keep their refs. `observe` always returns the whole \
-screen.";
+what changed since your last observation (the header line only if it changed): `+` a new \
+element, `-` one gone, `~` one changed (shown as it is now); unchanged elements keep their refs. \
+`observe` always returns the whole screen. Lines carry bounds (`@x,y wxh`) only where a ref is \
+not enough; `observe {bounds: true}` lists every element's.";
 
 /// The protocol versions served on a long-lived stdio connection: every revision whose stdio
 /// transport this server implements in full (2025-03-26 requires JSON-RPC batches, which
@@ -167,9 +168,9 @@ pub struct Registry {
     inflight: Mutex<HashMap<InflightKey, Arc<tokio::sync::Notify>>>,
     /// Set at shutdown: every `subscriptions/listen` stream ends with its final result.
     closing: tokio::sync::watch::Sender<bool>,
-    /// What each session last saw of its device (device id and elements), so an action can
-    /// answer with what changed since.
-    seen: Mutex<HashMap<String, (String, Vec<paddock_devices::Element>)>>,
+    /// What each session last saw of its device (device id, header line and elements), so an
+    /// action can answer with what changed since.
+    seen: Mutex<HashMap<String, (String, crate::render::Seen)>>,
     /// Where saved web storage states live (set by the daemon; unset, the storage tools are
     /// `[unavailable]`).
     web_storage: std::sync::OnceLock<crate::web_storage::StorageStore>,
@@ -236,7 +237,7 @@ impl Registry {
         &self,
         session: &SessionKey,
         device: &str,
-        elements: Vec<paddock_devices::Element>,
+        screen: crate::render::Seen,
     ) {
         let mut seen = self
             .seen
@@ -245,22 +246,22 @@ impl Registry {
         if seen.len() >= SEEN_SESSIONS && !seen.contains_key(session.as_str()) {
             seen.clear();
         }
-        seen.insert(session.as_str().to_owned(), (device.to_owned(), elements));
+        seen.insert(session.as_str().to_owned(), (device.to_owned(), screen));
     }
 
-    /// The elements `session` last saw on device `device`, if it saw that device.
+    /// What `session` last saw on device `device`, if it saw that device.
     pub(crate) fn last_seen(
         &self,
         session: &SessionKey,
         device: &str,
-    ) -> Option<Vec<paddock_devices::Element>> {
+    ) -> Option<crate::render::Seen> {
         let seen = self
             .seen
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         seen.get(session.as_str())
             .filter(|(id, _)| id == device)
-            .map(|(_, elements)| elements.clone())
+            .map(|(_, screen)| screen.clone())
     }
 
     /// Stops the HTTP call `request_id` made with session header `session` (`None` without
@@ -395,6 +396,7 @@ impl Registry {
     ) -> Option<Vec<paddock_devices::Element>> {
         let device = ctx.backend.device(session.as_str()).ok()?;
         self.last_seen(session, device.id())
+            .map(|screen| screen.elements)
     }
 
     pub(crate) fn profile_choices(&self, ctx: &ToolCtx) -> Choices {

@@ -57,19 +57,22 @@ fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
     // a custom element; the shadow root's heading (slotted), checkbox and button; the closed
     // root's host; the SVG label; both hidden checkboxes, at the box a finger would hit.
     let components = answer(&report, "components");
-    for expected in [
-        r#" text "3 items left" @"#,
-        r#" heading/2 "Shadow settings" @"#,
-        r#" checkbox "Notifications" @"#,
-        r#" button "Save settings" @"#,
-        r#" x-vault "Vault" [closed-shadow-root] @"#,
-        r#" text "Chart label" @"#,
-        r#" checkbox "Fancy option" [hidden-control] @16,"#,
-        r#" checkbox "Quiet mode" [hidden-control] @"#,
+    // Bounds only where a ref is not enough: the closed root's host and the hidden controls.
+    for (expected, bounds) in [
+        (r#" text "3 items left""#, false),
+        (r#" heading/2 "Shadow settings""#, false),
+        (r#" checkbox "Notifications""#, false),
+        (r#" button "Save settings""#, false),
+        (r#" x-vault "Vault" [closed-shadow-root] @"#, true),
+        (r#" text "Chart label""#, false),
+        (r#" checkbox "Fancy option" [hidden-control] @16,"#, true),
+        (r#" checkbox "Quiet mode" [hidden-control] @"#, true),
     ] {
+        let lines = lines_with(components, expected);
+        assert_eq!(lines.len(), 1, "{expected} in:\n{components}");
         assert_eq!(
-            lines_with(components, expected).len(),
-            1,
+            lines[0].contains(" @"),
+            bounds,
             "{expected} in:\n{components}"
         );
     }
@@ -121,11 +124,11 @@ fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
         "{frames}"
     );
     assert!(
-        frames.contains(r#" text "Served by another site" @"#),
+        frames.contains(" text \"Served by another site\"\n"),
         "{frames}"
     );
     assert!(
-        frames.contains(r#" text "Badge: Beta Badge: Fast" @"#),
+        frames.contains(" text \"Badge: Beta Badge: Fast\"\n"),
         "{frames}"
     );
     let order: Vec<usize> = [
@@ -188,16 +191,31 @@ fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
     );
 
     // The list app: the filter renders 150 ms after the hash changes, and the answer that
-    // says settled shows the filtered list.
+    // says settled shows the filtered list — as changes since the last observation (the
+    // router redraws every row; the rows that stay keep their refs and are not listed): the
+    // new URL, the other rows gone, the completed one not.
     let toggled = answer(&report, "toggle");
-    assert!(toggled.contains("2 items left"), "{toggled}");
+    assert!(
+        toggled.contains("~ ") && toggled.contains("\"2 items left\""),
+        "{toggled}"
+    );
     let completed = answer(&report, "filterCompleted");
     assert!(completed.contains("settled: true"), "{completed}");
-    assert!(completed.contains("Walk dog"), "{completed}");
     assert!(
-        !completed.contains("Buy milk") && !completed.contains("Write code"),
+        completed.contains("/todo#/completed \"")
+            && completed.contains(" change(s) since your last observation:\n"),
+        "{completed}"
+    );
+    let gone = |name: &str| {
+        completed
+            .lines()
+            .any(|line| line.starts_with("- ") && line.contains(name))
+    };
+    assert!(
+        gone("\"Toggle Buy milk\"") && gone("\"Write code\"") && !gone("Walk dog"),
         "the answer shows the old route:\n{completed}"
     );
+    assert!(!completed.contains("+ "), "{completed}");
     // `Completed` tapped the link, not "Clear completed"; `Clear` taps nothing.
     assert!(completed.contains("todo#/completed"), "{completed}");
     let clear = error(&report, "tapClear");
@@ -239,4 +257,13 @@ fn observe_snapshots_of_real_web_pages() {
         let text = observed["content"][0]["text"].as_str().unwrap_or_default();
         insta::assert_snapshot!(format!("observe_{name}"), text);
     }
+    // By default a named element's line has no bounds; `bounds: true` gives every line its own.
+    let observed = http.call("observe", json!({ "bounds": true })).unwrap();
+    let text = observed["content"][0]["text"].as_str().unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|line| line.starts_with('e')).collect();
+    assert!(lines.len() >= 7, "{text}");
+    assert!(
+        lines.iter().all(|line| line.contains(" @")),
+        "every element with its bounds:\n{text}"
+    );
 }

@@ -4,8 +4,9 @@
 //! the script had to read and the wall time.
 //!
 //! The script reads Paddock's action answers (the screen, or the changes since the last
-//! observation) where it reads Playwright MCP's action answers (which carry its page
-//! snapshot), and at the two checkpoints it reads `observe` where it reads `browser_snapshot`.
+//! observation, applied to the screen it knows as an agent would: [`Screen`]) where it reads
+//! `browser_snapshot` after Playwright MCP's actions, and it checks the final screen with
+//! `observe`.
 //! Playwright's refs are looked up in its snapshot text by role and name, as an agent would.
 
 use std::time::{Duration, Instant};
@@ -118,6 +119,69 @@ impl Reader<'_> {
     }
 }
 
+/// Paddock's screen as a script that reads its answers knows it: a whole screen replaces what
+/// it knew, a change list (`+` new, `-` gone, `~` changed, by ref) is applied to it.
+#[derive(Debug, Default)]
+struct Screen {
+    /// Element lines by ref, in the order they were learnt.
+    lines: Vec<(String, String)>,
+}
+
+impl Screen {
+    fn read(&mut self, answer: &str) -> &mut Self {
+        let changes = answer.lines().any(|line| {
+            line.ends_with(" since your last observation:")
+                || line == "no element changed since your last observation"
+        });
+        if !changes {
+            self.lines = answer
+                .lines()
+                .filter_map(|line| Some((element_ref(line)?.to_owned(), line.to_owned())))
+                .collect();
+            return self;
+        }
+        for line in answer.lines() {
+            let Some((mark, element)) = line.split_at_checked(2) else {
+                continue;
+            };
+            let Some(reference) = element_ref(element) else {
+                continue;
+            };
+            let known = self.lines.iter().position(|(known, _)| known == reference);
+            match (mark, known) {
+                ("+ " | "~ ", Some(index)) => self.lines[index].1 = element.to_owned(),
+                ("+ " | "~ ", None) => self.lines.push((reference.to_owned(), element.to_owned())),
+                ("- ", Some(index)) => {
+                    self.lines.remove(index);
+                }
+                _ => {}
+            }
+        }
+        self
+    }
+
+    fn text(&self) -> String {
+        self.lines
+            .iter()
+            .map(|(_, line)| format!("{line}\n"))
+            .collect()
+    }
+}
+
+/// The ref an observation line starts with (`e12`, `f2e5`), if it is an element's line.
+fn element_ref(line: &str) -> Option<&str> {
+    let number = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let word = line.split(' ').next()?;
+    let local = match word.strip_prefix('f') {
+        Some(rest) => {
+            let (frame, local) = rest.split_once('e')?;
+            number(frame).then_some(local)?
+        }
+        None => word.strip_prefix('e')?,
+    };
+    number(local).then_some(word)
+}
+
 /// The ref Playwright MCP's snapshot gives the element with `role` and exactly `name`.
 fn playwright_ref(snapshot: &str, role: &str, name: &str) -> anyhow::Result<String> {
     let head = format!("{role} \"{name}\"");
@@ -151,26 +215,34 @@ pub(super) fn paddock_scenario(client: &mut McpClient, url: &str) -> anyhow::Res
         session: Some(session),
         cost: ScenarioCost::default(),
     };
-    reader.call("openLink", json!({ "url": url }))?;
+    let mut screen = Screen::default();
+    screen.read(&reader.call("openLink", json!({ "url": url }))?);
     for item in ITEMS {
-        reader.call(
+        screen.read(&reader.call(
             "inputText",
             json!({ "label": "What needs to be done?", "text": item }),
-        )?;
-        reader.call("pressButton", json!({ "button": "enter" }))?;
+        )?);
+        screen.read(&reader.call("pressButton", json!({ "button": "enter" }))?);
     }
-    reader.call("tapOn", json!({ "text": "Toggle Walk dog" }))?;
-    let completed = reader.call("tapOn", json!({ "text": "Completed" }))?;
+    screen.read(&reader.call("tapOn", json!({ "text": "Toggle Walk dog" }))?);
+    let completed = screen
+        .read(&reader.call("tapOn", json!({ "text": "Completed" }))?)
+        .text();
     check_scenario(&completed, &["Walk dog"], &["Buy milk"]).context("paddock filter")?;
-    reader.call("tapOn", json!({ "text": "All" }))?;
-    reader.call(
+    screen.read(&reader.call("tapOn", json!({ "text": "All" }))?);
+    check_scenario(&screen.text(), &["Buy milk"], &[]).context("paddock all")?;
+    screen.read(&reader.call(
         "tapOn",
         json!({ "text": "Buy milk", "action": "doubleTap" }),
-    )?;
-    reader.call("clearText", json!({ "label": "Edit Buy milk" }))?;
-    reader.call("inputText", json!({ "text": "Buy oat milk" }))?;
-    reader.call("pressButton", json!({ "button": "enter" }))?;
-    reader.call("tapOn", json!({ "text": "Delete Write code" }))?;
+    )?);
+    screen.read(&reader.call("clearText", json!({ "label": "Edit Buy milk" }))?);
+    screen.read(&reader.call("inputText", json!({ "text": "Buy oat milk" }))?);
+    screen.read(&reader.call("pressButton", json!({ "button": "enter" }))?);
+    let deleted = screen
+        .read(&reader.call("tapOn", json!({ "text": "Delete Write code" }))?)
+        .text();
+    check_scenario(&deleted, &["Buy oat milk", "Walk dog"], &["Write code"])
+        .context("paddock after the delete, as its answers told it")?;
     let last = reader.call("observe", json!({}))?;
     check_scenario(&last, &["Buy oat milk", "Walk dog"], &["Write code"])
         .context("paddock final screen")?;
@@ -282,6 +354,24 @@ fn check_scenario(text: &str, present: &[&str], absent: &[&str]) -> anyhow::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_list_is_applied_to_the_known_screen() {
+        let mut screen = Screen::default();
+        screen.read("web-1 pixel7 portrait 412x915 http://x/ \"T\"\ne1 heading/1 \"todos\"\nf2e1 text \"Buy milk\"\ne3 text \"1 items left\"\nsettled: true\n");
+        let text = screen
+            .read("focused e2\n3 change(s) since your last observation:\n+ e4 text \"Walk dog\"\n- f2e1 text \"Buy milk\"\n~ e3 text \"2 items left\"\nsettled: true\n")
+            .text();
+        assert_eq!(
+            text,
+            "e1 heading/1 \"todos\"\ne3 text \"2 items left\"\ne4 text \"Walk dog\"\n"
+        );
+        screen.read("no element changed since your last observation\nsettled: true\n");
+        assert_eq!(screen.text(), text);
+        assert_eq!(element_ref("focused e2"), None);
+        assert_eq!(element_ref("fxe1 text"), None);
+        assert_eq!(element_ref("e"), None);
+    }
 
     #[test]
     fn playwright_refs_are_found_by_role_and_exact_name() {

@@ -10,7 +10,7 @@
 (() => {
   if (window.__paddock) return;
   const REF = Symbol("paddockRef");
-  const state = { nextRef: 1, prefix: "", refs: new Map(), routeChangedAt: -Infinity };
+  const state = { nextRef: 1, prefix: "", refs: new Map(), routeChangedAt: -Infinity, listed: null };
   // Roles whose name is their content: their text is not listed again as text.
   const NAMED_BY_CONTENT = new Set(["heading", "img", "option", "tooltip", "alert", "status", "progressbar", "meter", "term", "definition", "math"]);
   const INTERACTIVE_TAGS = new Set(["A", "BUTTON", "INPUT", "SELECT", "TEXTAREA", "SUMMARY", "DETAILS", "OPTION", "VIDEO", "AUDIO"]);
@@ -56,6 +56,33 @@
     const node = held && held.deref();
     if (!node || !node.isConnected) { state.refs.delete(ref); return null; }
     return node;
+  }
+
+  // An element a re-render replaced with one that shows the same (same role and name, each
+  // unique in both lists) keeps the ref it was listed with: a caller's ref still means what it
+  // saw, and a change list shows what changed rather than every row of a redrawn list. The old
+  // element must be gone; an ambiguous role and name gets a new ref.
+  function keepReplacedRefs(elements) {
+    const keyOf = (entry) => entry.role + "\u0000" + entry.name;
+    const counts = new Map();
+    for (const entry of elements) counts.set(keyOf(entry), (counts.get(keyOf(entry)) || 0) + 1);
+    const before = state.listed;
+    if (before) {
+      for (const entry of elements) {
+        const key = keyOf(entry);
+        const old = before.byKey.get(key);
+        if (!old || before.refs.has(entry.ref) || counts.get(key) !== 1 || byRef(old)) continue;
+        const node = byRef(entry.ref);
+        if (!node) continue;
+        state.refs.delete(entry.ref);
+        node[REF] = old;
+        state.refs.set(old, new WeakRef(node));
+        entry.ref = old;
+      }
+    }
+    const byKey = new Map();
+    for (const entry of elements) if (counts.get(keyOf(entry)) === 1) byKey.set(keyOf(entry), entry.ref);
+    state.listed = { byKey, refs: new Set(elements.map((entry) => entry.ref)) };
   }
 
   function roleOf(el) {
@@ -632,6 +659,7 @@
       if (options && options.refBase) this.setRefBase(options.refBase);
       if (options && options.prefix) this.setPrefix(options.prefix);
       const { elements, offscreen, modal } = collect(!!(options && options.full));
+      keepReplacedRefs(elements);
       const focused = deepActive();
       return Object.assign(pageInfo(), {
         elements,

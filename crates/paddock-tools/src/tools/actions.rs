@@ -31,7 +31,7 @@ wire_enum! {
 /// How an action's answer reads, for the descriptions of the action tools.
 macro_rules! answers {
     () => {
-        " Answers once the UI settles with the screen, or, when shorter, the changes since your last observation: `+` new, `-` gone, `~` changed elements, each as its observe line (unchanged ones keep their refs)."
+        " Answers once the UI settles with the screen, or, when shorter, the changes since your last observation (the header line only if it changed): `+` new, `-` gone, `~` changed elements, each as its observe line; a move alone is no change, and unchanged ones keep their refs."
     };
 }
 
@@ -53,7 +53,7 @@ impl Tool for TapOn {
     const DEF: ToolDef = ToolDef::new(
         "tapOn",
         "Tap an element",
-        "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap`, `longPress` or (web) `hover`, which moves the pointer onto the target without a click, to reveal what shows on `:hover`; on touch profiles a tap is also a hover. Answers once the UI settles (`settled`) with the screen, or, when shorter, the changes since your last observation: `+` new, `-` gone, `~` changed elements (unchanged ones keep their refs).",
+        "Taps an element by `ref`, `text`, `id`, or at `x`,`y`; `action` may be `doubleTap`, `longPress` or (web) `hover`, which moves the pointer onto the target without a click, to reveal what shows on `:hover`; on touch profiles a tap is also a hover. Answers once the UI settles (`settled`) with the screen, or, when shorter, the changes since your last observation (the header line only if it changed): `+` new, `-` gone, `~` changed elements; a move alone is no change, and unchanged ones keep their refs.",
         Hints::ACT,
     )
     .on_device(WEB_AND_ANDROID);

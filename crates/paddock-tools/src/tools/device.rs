@@ -8,7 +8,7 @@ use paddock_devices::{Action, Device, DeviceError, Observation, ObserveOptions, 
 use serde_json::json;
 
 use crate::error::{ToolError, ToolErrorCode};
-use crate::render::{change_text, observation_json, observation_text};
+use crate::render::{Bounds, Seen, change_text, observation_json, observation_text_with};
 use crate::session::SessionKey;
 use crate::tools::args::ImageAs;
 use crate::tools::{Call, Image, Output};
@@ -110,22 +110,35 @@ pub(super) fn publish_jpeg(call: &Call<'_>, jpeg: Vec<u8>, image_as: Option<Imag
     }
 }
 
+/// How an observation answers: text (with elements' bounds as [`Bounds`] says) or JSON.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Form {
+    Text(Bounds),
+    Json,
+}
+
+impl Default for Form {
+    fn default() -> Self {
+        Self::Text(Bounds::default())
+    }
+}
+
 pub(super) fn observation_output(
     call: &Call<'_>,
     observation: &Observation,
     detail: Option<String>,
-    json_format: bool,
+    form: Form,
     image_as: Option<ImageAs>,
 ) -> Output {
     if let Some(session) = &call.session {
         call.registry
-            .remember_seen(session, &observation.device, observation.elements.clone());
+            .remember_seen(session, &observation.device, Seen::of(observation));
     }
     let image = observation
         .screenshot
         .as_ref()
         .map(|shot| publish_jpeg(call, shot.jpeg.clone(), image_as));
-    if json_format {
+    let Form::Text(bounds) = form else {
         let mut value = observation_json(observation);
         if let Some(detail) = detail {
             value["detail"] = json!(detail);
@@ -135,13 +148,13 @@ pub(super) fn observation_output(
             image,
             structured: Some(value),
         };
-    }
+    };
     let mut text = String::new();
     if let Some(detail) = detail {
         text.push_str(&detail);
         text.push('\n');
     }
-    text.push_str(&observation_text(observation));
+    text.push_str(&observation_text_with(observation, bounds));
     Output::Rich {
         text,
         image,
@@ -159,25 +172,31 @@ pub(super) async fn act(call: &Call<'_>, action: Action) -> Result<Output, ToolE
         .as_ref()
         .and_then(|session| call.registry.last_seen(session, device.id()));
     let outcome = bounded(device.act(action, SETTLE, ObserveOptions::default())).await?;
-    Ok(outcome_output(call, previous.as_deref(), outcome))
+    Ok(outcome_output(call, previous.as_ref(), outcome))
 }
 
 /// An action's answer: the changes since `previous` (the caller's last observation of the
 /// device) when that is shorter than the whole screen, else the whole screen.
 pub(super) fn outcome_output(
     call: &Call<'_>,
-    previous: Option<&[paddock_devices::Element]>,
+    previous: Option<&Seen>,
     outcome: paddock_devices::ActionOutcome,
 ) -> Output {
     let changes = previous.and_then(|previous| change_text(previous, &outcome.observation));
     let Some(changes) = changes else {
-        return observation_output(call, &outcome.observation, outcome.detail, false, None);
+        return observation_output(
+            call,
+            &outcome.observation,
+            outcome.detail,
+            Form::default(),
+            None,
+        );
     };
     if let Some(session) = &call.session {
         call.registry.remember_seen(
             session,
             &outcome.observation.device,
-            outcome.observation.elements.clone(),
+            Seen::of(&outcome.observation),
         );
     }
     let mut text = String::new();

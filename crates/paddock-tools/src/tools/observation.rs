@@ -6,9 +6,10 @@ use serde::Deserialize;
 
 use crate::catalog::{Hints, ToolDef};
 use crate::error::ToolError;
+use crate::render::Bounds;
 use crate::tools::args::{Bounded, ImageAs, wire_enum};
 use crate::tools::device::{
-    WEB_AND_ANDROID, bounded, observation_output, publish_jpeg, session_device,
+    Form, WEB_AND_ANDROID, bounded, observation_output, publish_jpeg, session_device,
 };
 use crate::tools::{Call, Image, Output, Tool};
 
@@ -34,6 +35,11 @@ pub(crate) struct ObserveArgs {
     screenshot_width: Option<Bounded<64, 2048>>,
     /// Default `text`.
     format: Option<Format>,
+    /// In the text form, every element's bounds (`@x,y wxh`, CSS pixels on the web, dp on
+    /// Android); by default only elements with no name, hidden controls and closed shadow
+    /// roots carry them (JSON always does).
+    #[serde(default)]
+    bounds: bool,
     /// With a screenshot: `inline` (default) returns the JPEG in the answer, `link` a
     /// `resource_link` to it (fetch it with `resources/read`), for clients with image or token
     /// limits.
@@ -49,7 +55,7 @@ impl Tool for Observe {
     const DEF: ToolDef = ToolDef::new(
         "observe",
         "Observe the screen",
-        "Lists what is on screen for the session's device: each element's ref (stable while the element lives), role, name or text, value, non-default states and bounds (x,y width x height in CSS pixels), the focused element, the open modal dialog, screen size, app and URL, and how much content lies off screen. On web pages text is listed in reading order, one visual line per element, and the list includes open shadow roots and iframes in place (refs like `f2e5` are inside a cross-origin frame); `hidden-control` marks a control drawn over by a custom one (its bounds are what a finger hits, act on it as usual), `closed-shadow-root` a component whose insides cannot be read (tap its ref or a point). `full: true` lists the whole document. `screenshot: true` adds a downscaled JPEG. `format: json` returns structured data instead of text.",
+        "Lists what is on screen for the session's device: each element's ref (stable while the element lives), role, name or text, value, non-default states, the focused element, the open modal dialog, screen size, app and URL, and how much content lies off screen. On web pages text is listed in reading order, one visual line per element, and the list includes open shadow roots and iframes in place (refs like `f2e5` are inside a cross-origin frame); `hidden-control` marks a control drawn over by a custom one (its bounds are what a finger hits, act on it as usual), `closed-shadow-root` a component whose insides cannot be read (tap its ref or a point). Bounds (`@x,y wxh`, CSS pixels; dp on Android) are shown for elements with no name, hidden controls and closed shadow roots; `bounds: true` shows every element's. `full: true` lists the whole document. `screenshot: true` adds a downscaled JPEG. `format: json` returns structured data instead of text.",
         Hints::READ,
     )
     .on_device(WEB_AND_ANDROID);
@@ -68,7 +74,11 @@ impl Tool for Observe {
             &call,
             &observation,
             None,
-            args.format == Some(Format::Json),
+            match (args.format, args.bounds) {
+                (Some(Format::Json), _) => Form::Json,
+                (_, true) => Form::Text(Bounds::All),
+                (_, false) => Form::Text(Bounds::WhereNeeded),
+            },
             args.image_as,
         ))
     }

@@ -67,7 +67,7 @@ async fn page_act(call: &Call<'_>, operation: PageOperation) -> Result<Output, T
     let observation = bounded(web.settle_and_observe(SETTLE, ObserveOptions::default())).await?;
     Ok(outcome_output(
         call,
-        previous.as_deref(),
+        previous.as_ref(),
         ActionOutcome {
             detail,
             observation,
