@@ -51,6 +51,62 @@ struct Placed {
     placement: Placement,
 }
 
+/// A frame's `<iframe>` in the top document its parent's session reaches: the content box
+/// (in that document's viewport coordinates) and the iframe's ref.
+struct FrameBox {
+    content: [f64; 4],
+    owner_ref: String,
+}
+
+/// Cross-origin frames an observation looks into, at most (a page of ad frames stays cheap).
+const MAX_FRAMES: usize = 64;
+
+/// Places the frames of `tree` (parents before children, with their parent's index), each
+/// with its box in its parent's document (`None`: not shown): offsets add up and clips narrow
+/// down from the viewport; a frame whose parent is not shown is not shown either.
+fn place_tree(
+    tree: Vec<(ChildFrame, Option<usize>)>,
+    boxes: Vec<Option<FrameBox>>,
+    viewport: (f64, f64),
+) -> Vec<Placed> {
+    let top = Placement {
+        offset: (0.0, 0.0),
+        clip: [0.0, 0.0, viewport.0, viewport.1],
+        owner_ref: String::new(),
+    };
+    let mut placements: Vec<Option<Placement>> = Vec::with_capacity(tree.len());
+    for ((_, parent), frame_box) in tree.iter().zip(boxes) {
+        let parent = match parent {
+            None => Some(&top),
+            Some(index) => placements.get(*index).and_then(Option::as_ref),
+        };
+        let placement = parent.zip(frame_box).map(|(parent, frame_box)| {
+            let [left, top, width, height] = frame_box.content;
+            let (x, y) = (left + parent.offset.0, top + parent.offset.1);
+            Placement {
+                offset: (x, y),
+                clip: [
+                    x.max(parent.clip[0]),
+                    y.max(parent.clip[1]),
+                    (x + width).min(parent.clip[2]),
+                    (y + height).min(parent.clip[3]),
+                ],
+                owner_ref: frame_box.owner_ref,
+            }
+        });
+        placements.push(placement);
+    }
+    tree.into_iter()
+        .zip(placements)
+        .filter_map(|((frame, _), placement)| {
+            Some(Placed {
+                frame,
+                placement: placement?,
+            })
+        })
+        .collect()
+}
+
 impl Frames {
     /// Follows `Target.attachedToTarget` and `Target.detachedFromTarget` for the device's whole
     /// browser (one Chromium per device, so every frame target is this device's).
@@ -220,9 +276,10 @@ fn shift_box(value: &mut Value, key: &str, (dx, dy): (f64, f64)) {
 }
 
 impl WebDevice {
-    /// Where `frame`'s document is, from its `<iframe>` in the parent document; `None` when
-    /// the frame is not shown (or went away meanwhile).
-    async fn place(&self, frame: &ChildFrame, parent: &Placement) -> Option<Placement> {
+    /// Where `frame`'s document is in its parent's (the top document its parent's session
+    /// reaches): its `<iframe>`'s content box and ref; `None` when the frame is not shown (or
+    /// went away meanwhile).
+    async fn frame_box(&self, frame: &ChildFrame) -> Option<FrameBox> {
         let owner = self
             .cdp
             .call(
@@ -275,93 +332,120 @@ impl WebDevice {
         }
         let content = value.get("content")?.as_array()?;
         let at = |index: usize| content.get(index).and_then(Value::as_f64).unwrap_or(0.0);
-        let (x, y) = (at(0) + parent.offset.0, at(1) + parent.offset.1);
-        let clip = [
-            x.max(parent.clip[0]),
-            y.max(parent.clip[1]),
-            (x + at(2)).min(parent.clip[2]),
-            (y + at(3)).min(parent.clip[3]),
-        ];
-        Some(Placement {
-            offset: (x, y),
-            clip,
+        Some(FrameBox {
+            content: [at(0), at(1), at(2), at(3)],
             owner_ref: value.get("ref")?.as_str()?.to_owned(),
         })
     }
 
     /// The frames the tab of `session` shows, parents before children, with their places.
     async fn placed_frames(&self, session: &str, viewport: (f64, f64)) -> Vec<Placed> {
-        let top = Placement {
-            offset: (0.0, 0.0),
-            clip: [0.0, 0.0, viewport.0, viewport.1],
-            owner_ref: String::new(),
-        };
-        let mut placed = Vec::new();
-        let mut pending: Vec<(ChildFrame, Placement)> = self
+        let tree = self.frame_tree(session);
+        let boxes =
+            futures_util::future::join_all(tree.iter().map(|(frame, _)| self.frame_box(frame)))
+                .await;
+        place_tree(tree, boxes, viewport)
+    }
+
+    /// Every cross-origin frame under the tab of `session`, parents before children, each
+    /// with the index of its parent frame (`None` under the tab's document).
+    fn frame_tree(&self, session: &str) -> Vec<(ChildFrame, Option<usize>)> {
+        let mut tree: Vec<(ChildFrame, Option<usize>)> = self
             .frames
             .children_of(session)
             .into_iter()
-            .map(|child| (child, top.clone()))
+            .map(|child| (child, None))
             .collect();
-        // One level of the tree at a time, its frames placed concurrently.
-        while !pending.is_empty() {
-            let level = std::mem::take(&mut pending);
-            let places = futures_util::future::join_all(
-                level
-                    .iter()
-                    .map(|(frame, parent)| self.place(frame, parent)),
-            )
-            .await;
-            for ((frame, _), placement) in level.into_iter().zip(places) {
-                let Some(placement) = placement else {
-                    continue;
-                };
-                for child in self.frames.children_of(&frame.session) {
-                    pending.push((child, placement.clone()));
-                }
-                placed.push(Placed { frame, placement });
-            }
+        let mut next = 0;
+        while next < tree.len() && tree.len() < MAX_FRAMES {
+            let children = self.frames.children_of(&tree[next].0.session);
+            tree.extend(children.into_iter().map(|child| (child, Some(next))));
+            next += 1;
         }
-        placed
+        tree.truncate(MAX_FRAMES);
+        tree
     }
 
-    /// Adds the elements of the tab's cross-origin frames to `raw` (the page helper's
-    /// observation of the tab's document), each after its `<iframe>`.
-    pub(super) async fn merge_frames(&self, raw: &mut Value, full: bool) {
+    /// Observes the tab's document with the page helper (`expression`) and its cross-origin
+    /// frames with theirs, all at once, and merges each frame's elements in after its
+    /// `<iframe>`, in page coordinates.
+    pub(super) async fn observe_document(
+        &self,
+        expression: &str,
+        full: bool,
+    ) -> Result<Value, DeviceError> {
         let session = self.session().await;
-        let viewport = (
-            raw.pointer("/viewport/0")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            raw.pointer("/viewport/1")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-        );
-        let placed = self.placed_frames(&session, viewport).await;
-        if placed.is_empty() {
-            return;
+        let tree = self.frame_tree(&session);
+        let top = self.eval_on(&session, expression, false);
+        let boxes =
+            futures_util::future::join_all(tree.iter().map(|(frame, _)| self.frame_box(frame)));
+        let inner = futures_util::future::join_all(tree.iter().map(|(frame, _)| {
+            let expression = format!(
+                "window.__paddock.observe({{ full: {full}, refBase: {}, prefix: \"{}\" }})",
+                frame.ref_base, frame.prefix
+            );
+            async move {
+                (
+                    frame.session.clone(),
+                    self.eval_on(&frame.session, &expression, false).await,
+                )
+            }
+        }));
+        let (raw, boxes, inner) = tokio::join!(top, boxes, inner);
+        let mut raw = raw?;
+        if !tree.is_empty() {
+            let viewport = (
+                raw.pointer("/viewport/0")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0),
+                raw.pointer("/viewport/1")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0),
+            );
+            // Every frame observed hands out refs, shown or not: a new document there
+            // continues after them.
+            for (session, observed) in &inner {
+                if let Some(next) = observed
+                    .as_ref()
+                    .ok()
+                    .and_then(|inner| inner.get("nextRef"))
+                    .and_then(Value::as_u64)
+                {
+                    self.frames.set_ref_base(session, next);
+                }
+            }
+            let mut inner: std::collections::HashMap<String, Result<Value, DeviceError>> =
+                inner.into_iter().collect();
+            let placed = place_tree(tree, boxes, viewport);
+            let observed: Vec<Result<Value, DeviceError>> = placed
+                .iter()
+                .map(|placed| {
+                    inner
+                        .remove(&placed.frame.session)
+                        .unwrap_or_else(|| Err(DeviceError::Failed("frame gone".into())))
+                })
+                .collect();
+            Self::merge_frames(&mut raw, placed, observed, full);
         }
+        Ok(raw)
+    }
+
+    /// Adds the elements of the tab's cross-origin frames (`placed`, each observed as
+    /// `observed` says) to `raw` (the page helper's observation of the tab's document), each
+    /// after its `<iframe>`.
+    fn merge_frames(
+        raw: &mut Value,
+        placed: Vec<Placed>,
+        observed: Vec<Result<Value, DeviceError>>,
+        full: bool,
+    ) {
         let mut below = 0u64;
         let mut above = 0u64;
         let mut focused = None;
-        let observed = futures_util::future::join_all(placed.iter().map(|placed| {
-            let expression = format!(
-                "window.__paddock.observe({{ full: {full}, refBase: {}, prefix: \"{}\" }})",
-                placed.frame.ref_base, placed.frame.prefix
-            );
-            async move {
-                self.eval_on(&placed.frame.session, &expression, false)
-                    .await
-            }
-        }))
-        .await;
-        for (Placed { frame, placement }, inner) in placed.into_iter().zip(observed) {
+        for (Placed { placement, .. }, inner) in placed.into_iter().zip(observed) {
             let Ok(inner) = inner else {
                 continue;
             };
-            if let Some(next) = inner.get("nextRef").and_then(Value::as_u64) {
-                self.frames.set_ref_base(&frame.session, next);
-            }
             if let Some(inner_focus) = inner.get("focused").and_then(Value::as_str) {
                 focused = Some((placement.owner_ref.clone(), inner_focus.to_owned()));
             }
@@ -600,5 +684,41 @@ mod tests {
             WebDevice::shift_found(below, &placement)["offscreen"],
             "below"
         );
+    }
+
+    #[test]
+    fn nested_frames_add_offsets_narrow_clips_and_hide_with_their_parent() {
+        let frame = |session: &str| ChildFrame {
+            session: session.into(),
+            frame_id: session.into(),
+            parent: String::new(),
+            prefix: format!("f{session}"),
+            ref_base: 1,
+        };
+        let frame_box = |content: [f64; 4], owner: &str| {
+            Some(FrameBox {
+                content,
+                owner_ref: owner.into(),
+            })
+        };
+        let tree = vec![
+            (frame("1"), None),
+            (frame("2"), None),
+            (frame("3"), Some(0)),
+            (frame("4"), Some(1)),
+        ];
+        let boxes = vec![
+            frame_box([10.0, 500.0, 300.0, 600.0], "e3"),
+            None,
+            frame_box([5.0, 20.0, 100.0, 100.0], "e7"),
+            frame_box([0.0, 0.0, 50.0, 50.0], "e9"),
+        ];
+        let placed = place_tree(tree, boxes, (412.0, 915.0));
+        let sessions: Vec<&str> = placed.iter().map(|p| p.frame.session.as_str()).collect();
+        assert_eq!(sessions, ["1", "3"], "a hidden frame hides its children");
+        assert_eq!(placed[0].placement.clip, [10.0, 500.0, 310.0, 915.0]);
+        assert_eq!(placed[1].placement.offset, (15.0, 520.0));
+        assert_eq!(placed[1].placement.clip, [15.0, 520.0, 115.0, 620.0]);
+        assert_eq!(placed[1].placement.owner_ref, "e7");
     }
 }

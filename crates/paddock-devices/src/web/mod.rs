@@ -384,16 +384,23 @@ impl WebDevice {
             let state = self.state.lock().await;
             (state.ref_base, state.orientation, state.app.clone())
         };
-        let mut raw = self
-            .eval(
-                &format!(
-                    "window.__paddock.observe({{ full: {}, refBase: {ref_base} }})",
-                    options.full
-                ),
-                false,
-            )
-            .await?;
-        self.merge_frames(&mut raw, options.full).await;
+        // The elements and the image are taken at the same moment, concurrently.
+        let expression = format!(
+            "window.__paddock.observe({{ full: {}, refBase: {ref_base} }})",
+            options.full
+        );
+        let screenshot = async {
+            match options.screenshot_width {
+                Some(width) => self
+                    .screenshot_inner(Some(width), options.screenshot_quality)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        };
+        let (raw, screenshot) =
+            tokio::join!(self.observe_document(&expression, options.full), screenshot);
+        let (raw, screenshot) = (raw?, screenshot?);
         let next_ref = raw
             .get("nextRef")
             .and_then(Value::as_u64)
@@ -418,13 +425,6 @@ impl WebDevice {
             .and_then(Value::as_array)
             .map(|elements| elements.iter().map(parse_element).collect())
             .unwrap_or_default();
-        let screenshot = match options.screenshot_width {
-            Some(width) => Some(
-                self.screenshot_inner(Some(width), options.screenshot_quality)
-                    .await?,
-            ),
-            None => None,
-        };
         let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
         Ok(Observation {
             device: self.id.clone(),
