@@ -13,8 +13,8 @@ use serde_json::Value;
 use paddock_testkit::clients::{python, repo_root as repo};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paddock");
-/// Below the 4 MiB of `/files/big.bin?mb=4`, above `report.csv`.
-const DOWNLOAD_LIMIT: &str = "2097152";
+/// Below the 4 MiB of `/files/big.bin?mb=4`, above the 2 MiB of `/files/big.bin?mb=2`.
+const DOWNLOAD_LIMIT: &str = "3145728";
 
 /// Files under `dir` whose name starts with one of `prefixes`, skipping `skip`.
 fn files_named(dir: &Path, prefixes: &[&str], skip: &Path, found: &mut Vec<PathBuf>) {
@@ -238,6 +238,38 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
         "{report:#}"
     );
     assert_eq!(report["download"]["readBack"], REPORT_CSV);
+    // Over 1 MiB: a resource link (no bytes in the answer), read back whole.
+    let mid = report["download"]["midList"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|file| file["name"] == "big.bin")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(mid["state"], "completed", "{report:#}");
+    assert_eq!(mid["size"], 2 * 1024 * 1024, "{report:#}");
+    let link = &report["download"]["midLink"];
+    assert!(
+        link["uri"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/download/"),
+        "{report:#}"
+    );
+    assert_eq!(link["embedded"], false, "{report:#}");
+    assert!(
+        text(&report, "/download/midText").contains("linked; read it with resources/read"),
+        "{report:#}"
+    );
+    assert_eq!(report["download"]["midRead"]["size"], 2 * 1024 * 1024);
+    assert_eq!(report["download"]["midRead"]["zeros"], 2 * 1024 * 1024);
+    assert_eq!(
+        report["download"]["midRead"]["mimeType"],
+        "application/octet-stream"
+    );
+    assert!(
+        text(&report, "/download/midDeleted/text").contains("big.bin"),
+        "{report:#}"
+    );
     let big = report["download"]["bigList"]
         .as_array()
         .unwrap()

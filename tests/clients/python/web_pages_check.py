@@ -4,7 +4,8 @@ Python SDK (`mcp`) over the daemon's HTTP endpoint.
 Usage:
   web_pages_check.py <url> <fixture-base-url> <scratch-dir>   token read from PADDOCK_TOKEN_FILE
 
-The daemon's download limit must be below 4 MiB (PADDOCK_WEB_DOWNLOAD_LIMIT_BYTES), so that
+The daemon's download limit must be between 2 and 4 MiB (PADDOCK_WEB_DOWNLOAD_LIMIT_BYTES), so
+that `/files/big.bin?mb=2` completes (and is returned as a link: it is over 1 MiB) and
 `/files/big.bin?mb=4` is canceled. Files to upload are written into `<scratch-dir>`.
 
 Prints one JSON object: per step what the tools answered (texts, parsed JSON, decoded file
@@ -48,6 +49,15 @@ def blob_of(result) -> dict | None:
                 "mimeType": resource.mime_type,
                 "bytes": base64.b64decode(resource.blob),
             }
+    return None
+
+
+def link_of(result) -> dict | None:
+    """The `resource_link` of a result, and whether the result embeds any bytes as well."""
+    embedded = any(getattr(getattr(block, "resource", None), "blob", None) is not None for block in result.content)
+    for block in result.content:
+        if getattr(block, "type", "") == "resource_link":
+            return {"uri": str(block.uri), "mimeType": block.mime_type, "embedded": embedded}
     return None
 
 
@@ -187,6 +197,20 @@ class Run:
         }
 
     async def download(self) -> dict:
+        # Over 1 MiB (and under the limit): a resource link, read back whole.
+        await self.call("openLink", {"url": self.base + "/download?mb=2"})
+        await self.text("tapOn", {"text": "Download big file"})
+        mid_listed = await self.files_until("big.bin", ["completed"])
+        mid = await self.call("files", {"operation": "download", "name": "big.bin"})
+        link = link_of(mid)
+        mid_read = None
+        if link:
+            read = await self.session.read_resource(link["uri"])
+            contents = read.contents[0]
+            data = base64.b64decode(contents.blob) if getattr(contents, "blob", None) else b""
+            mid_read = {"size": len(data), "zeros": data.count(0), "mimeType": contents.mime_type}
+        mid_deleted = await self.text("files", {"operation": "delete", "name": "big.bin"})
+
         await self.call("openLink", {"url": self.base + "/download?mb=4"})
         tapped = await self.text("tapOn", {"text": "Download report"})
         listed = await self.files_until("report.csv", ["completed"])
@@ -212,6 +236,11 @@ class Run:
                 "content": blob["bytes"].decode("utf-8") if blob else None,
             },
             "readBack": read_back,
+            "midList": mid_listed,
+            "midText": text_of(mid),
+            "midLink": link,
+            "midRead": mid_read,
+            "midDeleted": mid_deleted,
             "bigTap": big_tap,
             "bigList": big_listed,
             "observeAfterBig": observed,
