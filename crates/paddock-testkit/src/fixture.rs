@@ -8,8 +8,8 @@
 //! `/storage`, `/logs`, `/locale`, `/session` (see [`web_data`]); `/hover`, `/popup-login`,
 //! `/provider`, `/help`, `/upload`, `/download` and the attachments `/files/report.csv` and
 //! `/files/big.bin?mb=N` (see `fixture/web_pages.rs`); the pages of [`real_web`]
-//! (`/components`, `/frames`, `/frame/form`, `/frame/note`, `/todo`); anything else is a 404
-//! page with the heading "Not found".
+//! (`/components`, `/frames`, `/frame/form`, `/frame/note`, `/frames/scroll`, `/frame/rows`,
+//! `/todo`); anything else is a 404 page with the heading "Not found".
 //!
 //! The app answers on `127.0.0.2` too, on the same port: a page of `127.0.0.1` can embed a
 //! frame of another site (Chromium gives it its own process), see [`FixtureApp::cross_site_url`].
@@ -308,6 +308,15 @@ fn route(path: &str, query: &str) -> (u16, String) {
             ),
         ),
         "/frame/note" => (200, page("Note - Fixture", real_web::FRAME_NOTE_BODY, "")),
+        "/frames/scroll" => (
+            200,
+            page(
+                "Scrolling frame - Fixture",
+                real_web::SCROLL_FRAMES_BODY,
+                real_web::SCROLL_FRAMES_SCRIPT,
+            ),
+        ),
+        "/frame/rows" => (200, page("Rows - Fixture", "", real_web::FRAME_ROWS_SCRIPT)),
         "/todo" => (
             200,
             page(

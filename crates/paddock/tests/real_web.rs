@@ -190,6 +190,58 @@ fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
         "{outer:?} {inner:?}"
     );
 
+    // A swipe within a cross-site or a same-origin frame scrolls the frame's document (its
+    // last row comes into view), not the page.
+    assert!(
+        answer(&report, "scrollFrame").contains(" iframe \"Rows\""),
+        "{report:#}"
+    );
+    let swiped = answer(&report, "swipeInFrame");
+    assert!(swiped.contains("`Row 40` is visible after"), "{swiped}");
+    let after = &report["scrollAfter"];
+    assert_eq!(
+        after["offscreen"]["abovePx"], 0,
+        "the page moved: {after:#}"
+    );
+    let last = after["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|element| element["name"] == "Row 40")
+        .unwrap_or_else(|| panic!("no Row 40 in {after:#}"));
+    assert!(
+        last["ref"].as_str().unwrap_or_default().starts_with('f'),
+        "{last}"
+    );
+    assert!(
+        !after["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|element| element["name"] == "Row 1"),
+        "the frame's first row scrolled out: {after:#}"
+    );
+    let swiped = answer(&report, "swipeInLocalFrame");
+    assert!(
+        swiped.contains("`Local row 40` is visible after"),
+        "{swiped}"
+    );
+    let after = &report["scrollAfterLocal"];
+    assert_eq!(
+        after["offscreen"]["abovePx"], 0,
+        "the page moved: {after:#}"
+    );
+    let names: Vec<&str> = after["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|element| element["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"Local row 40") && !names.contains(&"Local row 1"),
+        "{after:#}"
+    );
+
     // The list app: the filter renders 150 ms after the hash changes, and the answer that
     // says settled shows the filtered list — as changes since the last observation (the
     // router redraws every row; the rows that stay keep their refs and are not listed): the

@@ -70,6 +70,24 @@ async def main() -> None:
             await call("inputText", {"text": "Linus"}, "typeFocusedCrossSite")
             await call("pressButton", {"button": "enter"}, "enterCrossSite")
             report["framesJson"] = (await call("observe", {"format": "json"})).structured_content
+            # Scrolling inside a cross-site and a same-origin frame: the frame's document moves,
+            # the page does not.
+            await call("openLink", {"url": base + "/frames/scroll"})
+            scrolling = text_of(await call("observe", {}, "scrollFrame"))
+            rows = ref_where(scrolling, r'iframe "Rows"')
+            await call(
+                "swipeOn",
+                {"direction": "up", "ref": rows, "untilVisible": "Row 40", "maxSwipes": 25},
+                "swipeInFrame",
+            )
+            report["scrollAfter"] = (await call("observe", {"format": "json"})).structured_content
+            local = ref_where(scrolling, r'iframe "Local rows"')
+            await call(
+                "swipeOn",
+                {"direction": "up", "ref": local, "untilVisible": "Local row 40", "maxSwipes": 25},
+                "swipeInLocalFrame",
+            )
+            report["scrollAfterLocal"] = (await call("observe", {"format": "json"})).structured_content
             # A list app: reading order, exact matching, a late hash router.
             await call("openLink", {"url": base + "/todo"})
             for item in ["Buy milk", "Walk dog", "Write code"]:

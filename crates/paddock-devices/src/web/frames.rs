@@ -506,6 +506,55 @@ impl WebDevice {
         }
     }
 
+    /// Scrolls what a finger at the page point (`x`, `y`) moving by (`dx`, `dy`) would: the
+    /// innermost scroller there that can move, inside frames of any origin, else the
+    /// scrollers around them up to the page. Whether anything moved.
+    pub(super) async fn scroll_at(
+        &self,
+        x: f64,
+        y: f64,
+        dx: f64,
+        dy: f64,
+    ) -> Result<bool, DeviceError> {
+        let expression = |x: f64, y: f64, chain: bool| {
+            format!("window.__paddock.scrollAt({x}, {y}, {dx}, {dy}, {chain})")
+        };
+        let moved = |answer: &Value| answer.get("moved") == Some(&Value::Bool(true));
+        let top = self.session().await;
+        let mut answer = self.eval_on(&top, &expression(x, y, false), false).await?;
+        if answer.get("frame").is_none() {
+            return Ok(moved(&answer));
+        }
+        // A cross-origin frame is under the point: scroll inside it (and its own frames).
+        let (width, height, _) = self.viewport().await?;
+        let placed = self.placed_frames(&top, (width, height)).await;
+        for _ in 0..placed.len() {
+            let Some(owner) = answer.get("frame").and_then(Value::as_str) else {
+                break;
+            };
+            let Some(frame) = placed
+                .iter()
+                .find(|placed| placed.placement.owner_ref == owner)
+            else {
+                break;
+            };
+            let (local_x, local_y) = (x - frame.placement.offset.0, y - frame.placement.offset.1);
+            answer = self
+                .eval_on(
+                    &frame.frame.session,
+                    &expression(local_x, local_y, false),
+                    false,
+                )
+                .await?;
+            if moved(&answer) {
+                return Ok(true);
+            }
+        }
+        // Nothing in the frames could move that way: the page's scrollers around them.
+        let answer = self.eval_on(&top, &expression(x, y, true), false).await?;
+        Ok(moved(&answer))
+    }
+
     /// The placement of the frame that made `prefix`'s refs, through its parents.
     async fn placement_of(&self, prefix: &str) -> Option<(ChildFrame, Placement)> {
         self.frames.by_prefix(prefix)?;

@@ -330,17 +330,13 @@ async fn swipe(
             );
         }
         let before = device.eval("window.__paddock.scrollInfo()", false).await?;
-        device
-            .eval(
-                &format!("window.__paddock.scrollAt({x}, {y}, {delta_x}, {delta_y})"),
-                false,
-            )
-            .await?;
+        let moved = device.scroll_at(x, y, delta_x, delta_y).await?;
         // Let the scroll apply and lazily loaded content arrive before looking again.
         device.settle(Duration::from_millis(600)).await;
         if query.is_some() {
             let after = device.eval("window.__paddock.scrollInfo()", false).await?;
-            if after.get("scroll") == before.get("scroll")
+            if !moved
+                && after.get("scroll") == before.get("scroll")
                 && after.get("content") == before.get("content")
             {
                 let found = device.locate(&query.clone().unwrap_or_default()).await?;

@@ -273,6 +273,51 @@
     }
   }
 
+  // The part of this window's viewport where `node`'s document shows: the viewport narrowed by
+  // the content box of every same-origin frame around it.
+  function clipOf(node) {
+    let clip = [0, 0, window.innerWidth, window.innerHeight];
+    let win = node.ownerDocument && node.ownerDocument.defaultView;
+    while (win && win !== window) {
+      const frame = win.frameElement;
+      if (!frame) break;
+      const [ox, oy] = offsetOf(frame);
+      const [x, y] = contentOffset(frame);
+      const left = ox + x, top = oy + y;
+      clip = [Math.max(clip[0], left), Math.max(clip[1], top), Math.min(clip[2], left + frame.clientWidth), Math.min(clip[3], top + frame.clientHeight)];
+      win = win.parent;
+    }
+    return clip;
+  }
+
+  // Scrolls the innermost scroller under (x, y) (in `doc`'s viewport) that can move that way,
+  // else the document, instantly: a smooth scroll would still be moving when the next tap
+  // arrives, and a tap on a moving page only stops it. Over a same-origin frame it scrolls
+  // inside the frame first and, when nothing there can move, the scrollers around the frame.
+  function scrollIn(doc, x, y, dx, dy, intoFrames) {
+    const canScroll = (el) => {
+      const style = getComputedStyle(el);
+      const vertical = dy !== 0 && /(auto|scroll|overlay)/.test(style.overflowY) && el.scrollHeight > el.clientHeight &&
+        (dy > 0 ? el.scrollTop + el.clientHeight < el.scrollHeight - 1 : el.scrollTop > 0);
+      const horizontal = dx !== 0 && /(auto|scroll|overlay)/.test(style.overflowX) && el.scrollWidth > el.clientWidth &&
+        (dx > 0 ? el.scrollLeft + el.clientWidth < el.scrollWidth - 1 : el.scrollLeft > 0);
+      return vertical || horizontal;
+    };
+    let el = doc.elementFromPoint(x, y);
+    if (intoFrames && el && (el.tagName === "IFRAME" || el.tagName === "FRAME")) {
+      const inner = frameDocument(el);
+      if (!inner) return { frame: refOf(el) };
+      const [left, top] = contentOffset(el);
+      const result = scrollIn(inner, x - left, y - top, dx, dy, true);
+      if (result.frame || result.moved) return result;
+    }
+    while (el && el !== doc.body && el !== doc.documentElement && !canScroll(el)) el = el.parentElement || (el.parentNode && el.parentNode.host) || null;
+    const scroller = el && el !== doc.body && el !== doc.documentElement ? el : (doc.scrollingElement || doc.documentElement);
+    const before = [scroller.scrollLeft, scroller.scrollTop];
+    scroller.scrollBy({ left: dx, top: dy, behavior: "instant" });
+    return { moved: before[0] !== scroller.scrollLeft || before[1] !== scroller.scrollTop };
+  }
+
   // Where a frame element's document starts, in the coordinates of the frame element's own
   // viewport: its border box plus border and padding.
   function contentOffset(frame) {
@@ -551,13 +596,14 @@
     if (hitBox) rect = hitBox;
     const [dx, dy] = offsetOf(el);
     const left0 = rect.left + dx, top0 = rect.top + dy;
-    const vw = window.innerWidth, vh = window.innerHeight;
+    // Off screen is outside the viewport or outside the frames around the element.
+    const [cl, ct, cr, cb] = clipOf(el);
     let offscreen = null;
-    if (top0 >= vh) offscreen = "below"; else if (top0 + rect.height <= 0) offscreen = "above";
-    else if (left0 >= vw) offscreen = "right"; else if (left0 + rect.width <= 0) offscreen = "left";
+    if (top0 >= cb) offscreen = "below"; else if (top0 + rect.height <= ct) offscreen = "above";
+    else if (left0 >= cr) offscreen = "right"; else if (left0 + rect.width <= cl) offscreen = "left";
     // The visible part's centre, so a tap on a partly scrolled element still lands on it.
-    const left = Math.max(left0, 0), right = Math.min(left0 + rect.width, vw);
-    const top = Math.max(top0, 0), bottom = Math.min(top0 + rect.height, vh);
+    const left = Math.max(left0, cl), right = Math.min(left0 + rect.width, cr);
+    const top = Math.max(top0, ct), bottom = Math.min(top0 + rect.height, cb);
     const visible = !!hitBox || (node.nodeType === 3 ? rect.width > 0 && style.visibility !== "hidden" : isVisible(el, rect, style));
     return {
       found: true,
@@ -733,24 +779,11 @@
     scrollInfo() {
       return pageInfo();
     },
-    // Scrolls the innermost scroller under (x, y) that can move that way, else the document,
-    // instantly: a smooth scroll would still be moving when the next tap arrives, and a tap on
-    // a moving page only stops it.
-    scrollAt(x, y, dx, dy) {
-      const canScroll = (el) => {
-        const style = getComputedStyle(el);
-        const vertical = dy !== 0 && /(auto|scroll|overlay)/.test(style.overflowY) && el.scrollHeight > el.clientHeight &&
-          (dy > 0 ? el.scrollTop + el.clientHeight < el.scrollHeight - 1 : el.scrollTop > 0);
-        const horizontal = dx !== 0 && /(auto|scroll|overlay)/.test(style.overflowX) && el.scrollWidth > el.clientWidth &&
-          (dx > 0 ? el.scrollLeft + el.clientWidth < el.scrollWidth - 1 : el.scrollLeft > 0);
-        return vertical || horizontal;
-      };
-      let el = document.elementFromPoint(x, y);
-      while (el && el !== document.body && el !== document.documentElement && !canScroll(el)) el = el.parentElement || (el.parentNode && el.parentNode.host) || null;
-      const scroller = el && el !== document.body && el !== document.documentElement ? el : (document.scrollingElement || document.documentElement);
-      const before = [scroller.scrollLeft, scroller.scrollTop];
-      scroller.scrollBy({ left: dx, top: dy, behavior: "instant" });
-      return before[0] !== scroller.scrollLeft || before[1] !== scroller.scrollTop;
+    // Scrolls what a finger at (x, y) would (see `scrollIn`). Over a cross-origin frame the
+    // answer names the frame (`{frame: ref}`) for the device to scroll there; `chain` (the
+    // frame could not move) scrolls this document's scrollers instead.
+    scrollAt(x, y, dx, dy, chain) {
+      return scrollIn(document, x, y, dx, dy, !chain);
     },
     highlight(boxes, color) {
       for (const box of boxes) {
