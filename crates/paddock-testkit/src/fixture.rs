@@ -4,7 +4,7 @@
 //! the server.
 //!
 //! Pages: `/`, `/login` (`?notice=1` puts a notice before the form), `/welcome?user=X`, `/list`, `/item/N` (1..=200), `/slow` (answers
-//! after 1500 ms), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
+//! after 1500 ms; `?again=1` reloads itself once loaded), `/canvas`, `/table?rows=N` (default 400, at most 5000), `/keys`, `/drag`,
 //! `/storage`, `/logs`, `/locale`, `/session` (see [`web_data`]); `/hover`, `/popup-login`,
 //! `/provider`, `/help`, `/upload`, `/download` and the attachments `/files/report.csv` and
 //! `/files/big.bin?mb=N` (see `fixture/web_pages.rs`); the pages of [`real_web`]
@@ -273,7 +273,19 @@ fn route(path: &str, query: &str) -> (u16, String) {
         "/login" => (200, page("Sign in - Fixture", LOGIN_BODY, LOGIN_SCRIPT)),
         "/welcome" => (200, welcome(query)),
         "/list" => (200, list()),
-        "/slow" => (200, page("Slow page - Fixture", SLOW_BODY, "")),
+        // `?again=1`: the page reloads itself once loaded, so its tab is (almost) always loading.
+        "/slow" => (
+            200,
+            page(
+                "Slow page - Fixture",
+                SLOW_BODY,
+                if query_param(query, "again").is_some() {
+                    "addEventListener(\"load\", () => location.reload());"
+                } else {
+                    ""
+                },
+            ),
+        ),
         "/canvas" => (200, page("Drawing - Fixture", CANVAS_BODY, CANVAS_SCRIPT)),
         "/table" => (200, table(query)),
         "/keys" => (200, page("Keys - Fixture", KEYS_BODY, KEYS_SCRIPT)),

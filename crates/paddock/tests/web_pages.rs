@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use paddock_testkit::DaemonHarness;
 use paddock_testkit::fixture::{FixtureApp, REPORT_CSV};
-use serde_json::Value;
+use paddock_testkit::{DaemonHarness, McpHttp};
+use serde_json::{Value, json};
 
 use paddock_testkit::clients::{python, repo_root as repo};
 
@@ -321,4 +321,62 @@ fn hover_tabs_files_and_pdf_through_the_python_sdk() {
     let mut found = Vec::new();
     files_named(harness.root(), &["report", "big"], &scratch, &mut found);
     assert!(found.is_empty(), "files named by a page: {found:?}");
+}
+
+/// A tab that keeps loading in the background (`/slow?again=1` reloads itself) does not hold
+/// up the active tab: an action there settles.
+#[test]
+fn a_tab_loading_in_the_background_does_not_hold_up_the_active_one() {
+    let app = FixtureApp::start().unwrap();
+    let harness = DaemonHarness::new(BIN).unwrap();
+    harness.start_detached(&["--web-warm", "1"]).unwrap();
+    let http = McpHttp::for_harness(&harness)
+        .unwrap()
+        .with_session("background-tab");
+    let text = |answer: &Value| {
+        assert_eq!(answer["isError"], false, "{answer}");
+        answer["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    text(&http.call("getWeb", json!({})).unwrap());
+    text(
+        &http
+            .call("openLink", json!({ "url": app.url("/login") }))
+            .unwrap(),
+    );
+    let opened = text(
+        &http
+            .call(
+                "tabs",
+                json!({ "operation": "new", "url": app.url("/slow?again=1") }),
+            )
+            .unwrap(),
+    );
+    assert!(opened.contains("tabs 2 (active 2)"), "{opened}");
+    let selected = text(
+        &http
+            .call("tabs", json!({ "operation": "select", "index": 1 }))
+            .unwrap(),
+    );
+    assert!(selected.contains("/login"), "{selected}");
+    for _ in 0..3 {
+        let typed = text(
+            &http
+                .call(
+                    "inputText",
+                    json!({ "label": "Email", "text": "ada@example.com" }),
+                )
+                .unwrap(),
+        );
+        assert!(typed.contains("settled: true"), "{typed}");
+        let cleared = text(&http.call("clearText", json!({ "label": "Email" })).unwrap());
+        assert!(cleared.contains("settled: true"), "{cleared}");
+    }
+    let listed = http.call("tabs", json!({ "operation": "list" })).unwrap();
+    assert!(
+        listed.to_string().contains("/slow?again=1"),
+        "the background tab is still there: {listed}"
+    );
 }

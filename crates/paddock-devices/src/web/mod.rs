@@ -83,7 +83,8 @@ pub struct WebDevice {
     _user_data: tempfile::TempDir,
     files: files::FilesConfig,
     state: tokio::sync::Mutex<PageState>,
-    loading: Arc<AtomicBool>,
+    /// The tabs whose main frame is loading.
+    loading: Arc<LoadingTabs>,
     /// Things that happened since the last observation, such as an answered alert.
     notices: Arc<Mutex<Vec<String>>>,
     alive: Arc<AtomicBool>,
@@ -242,7 +243,7 @@ impl WebDevice {
         data::spawn_watch(&cdp, data.clone());
         let (context_id, target_id, session_id) =
             open_page(&cdp, &profile, Orientation::Portrait, &data).await?;
-        let loading = Arc::new(AtomicBool::new(false));
+        let loading = Arc::new(LoadingTabs::default());
         let notices = Arc::new(Mutex::new(Vec::new()));
         spawn_event_watch(
             &cdp,
@@ -353,7 +354,8 @@ impl WebDevice {
             if now >= deadline {
                 return false;
             }
-            if self.loading.load(Ordering::SeqCst) {
+            let session = self.session().await;
+            if self.loading.is_loading(&session) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
@@ -369,7 +371,7 @@ impl WebDevice {
                 )
                 .await
             {
-                Ok(Value::Bool(true)) if !self.loading.load(Ordering::SeqCst) => return true,
+                Ok(Value::Bool(true)) if !self.loading.is_loading(&session) => return true,
                 Ok(Value::Bool(true)) => continue,
                 Ok(_) => return false,
                 // The document went away mid-wait (a navigation): try again on the new one.
@@ -670,14 +672,44 @@ fn parse_element(raw: &Value) -> Element {
     }
 }
 
-/// Tracks whether the main frame is loading, from Page events, and answers JavaScript dialogs
+/// The page sessions (tabs) whose main frame is loading: a tab loading in the background does
+/// not hold up the settling of the active one.
+#[derive(Debug, Default)]
+struct LoadingTabs(Mutex<std::collections::HashSet<String>>);
+
+impl LoadingTabs {
+    fn set(&self, session: &str, loading: bool) {
+        let mut tabs = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
+        if loading {
+            tabs.insert(session.to_owned());
+        } else {
+            tabs.remove(session);
+        }
+    }
+
+    fn is_loading(&self, session: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .contains(session)
+    }
+
+    fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clear();
+    }
+}
+
+/// Tracks whether the tab's main frame is loading, from Page events, and answers JavaScript dialogs
 /// (which would otherwise block every script on the page) while noting them for the next
 /// observation.
 fn spawn_event_watch(
     cdp: &Cdp,
     session_id: String,
     target_id: String,
-    loading: Arc<AtomicBool>,
+    loading: Arc<LoadingTabs>,
     notices: Arc<Mutex<Vec<String>>>,
 ) {
     let mut events = cdp.events();
@@ -697,10 +729,12 @@ fn spawn_event_watch(
                 event.params.get("frameId").and_then(Value::as_str) == Some(target_id.as_str());
             match event.method.as_str() {
                 "Page.frameStartedLoading" | "Page.frameRequestedNavigation" if main_frame => {
-                    loading.store(true, Ordering::SeqCst);
+                    loading.set(&session_id, true);
                 }
-                "Page.frameStoppedLoading" if main_frame => loading.store(false, Ordering::SeqCst),
-                "Page.loadEventFired" => loading.store(false, Ordering::SeqCst),
+                // Not at `Page.loadEventFired`: a page that navigates from its load handler
+                // (a reload, a scripted redirect) has started the next load before that
+                // event arrives; the frame's loading state ends with `frameStoppedLoading`.
+                "Page.frameStoppedLoading" if main_frame => loading.set(&session_id, false),
                 "Page.javascriptDialogOpening" => {
                     let kind = event
                         .params
@@ -971,7 +1005,7 @@ impl Device for WebDevice {
                 notices.clear();
             }
             self.frames.clear();
-            self.loading.store(false, Ordering::SeqCst);
+            self.loading.clear();
             self.reset_files(&context_id).await?;
             let mut state = self.state.lock().await;
             state.tabs = tabs::initial(&target_id, &session_id);

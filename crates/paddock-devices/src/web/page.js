@@ -557,7 +557,8 @@
 
     const root = modal || document.body || document.documentElement;
     const ctx = { dx: 0, dy: 0, clip: topClip, quiet: false };
-    if (modal) walk(modal, ctx); else walkChildren(root, ctx);
+    // A document still loading may have no root element yet: nothing to list.
+    if (modal) walk(modal, ctx); else if (root) walkChildren(root, ctx);
     return { elements: out, offscreen, modal };
   }
 
@@ -573,13 +574,14 @@
 
   function pageInfo() {
     const doc = document.scrollingElement || document.documentElement;
+    const size = (key) => (doc ? Math.round(doc[key]) : 0);
     return {
       url: location.href,
       title: document.title,
       viewport: [window.innerWidth, window.innerHeight],
       dpr: window.devicePixelRatio,
-      scroll: [Math.round(doc.scrollLeft), Math.round(doc.scrollTop)],
-      content: [Math.round(doc.scrollWidth), Math.round(doc.scrollHeight)],
+      scroll: [size("scrollLeft"), size("scrollTop")],
+      content: [size("scrollWidth"), size("scrollHeight")],
     };
   }
 

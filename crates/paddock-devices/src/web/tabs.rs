@@ -11,7 +11,6 @@
 //! Tabs are numbered from 1 in the order they opened.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use tracing::debug;
@@ -152,7 +151,6 @@ impl WebDevice {
             state.session_id = tab.session_id;
             tab.target_id
         };
-        self.loading.store(false, Ordering::SeqCst);
         // Brings it to the front, so timers and animations run as in a visible tab.
         let _ = self
             .cdp
@@ -181,7 +179,6 @@ impl WebDevice {
             }
             target_id
         };
-        self.loading.store(false, Ordering::SeqCst);
         let _ = self
             .cdp
             .call(
@@ -337,7 +334,6 @@ impl WebDevice {
             Ok(tab) => {
                 state.target_id = tab.target_id;
                 state.session_id = tab.session_id;
-                self.loading.store(false, Ordering::SeqCst);
                 if let Ok(mut notices) = self.notices.lock() {
                     notices.push(format!(
                         "the page opened a new tab ({} of {}), now active",
@@ -355,10 +351,16 @@ impl WebDevice {
     /// last one is replaced by a blank tab.
     async fn on_target_gone(&self, target_id: &str) {
         let mut state = self.state.lock().await;
-        if !remove_tab(&mut state, target_id) {
+        let Some(session) = state
+            .tabs
+            .iter()
+            .find(|tab| tab.target_id == target_id)
+            .map(|tab| tab.session_id.clone())
+        else {
             return;
-        }
-        self.loading.store(false, Ordering::SeqCst);
+        };
+        remove_tab(&mut state, target_id);
+        self.loading.set(&session, false);
         if state.tabs.is_empty()
             && let Err(error) = self.open_tab_locked(&mut state, None).await
         {
