@@ -437,10 +437,15 @@
       return box[0] + box[2] > l && box[0] < r && box[1] + box[3] > t && box[1] < b;
     }
 
+    // Counts an element that is not listed because it lies off screen, above or below.
+    function countOffscreen(box, ctx) {
+      if (box[1] >= ctx.clip[3]) offscreen.below += 1; else if (box[1] + box[3] <= ctx.clip[1]) offscreen.above += 1;
+    }
+
     function push(entry, box, ctx) {
       const shown = inView(box, ctx);
       if (!shown && !full) {
-        if (box[1] >= ctx.clip[3]) offscreen.below += 1; else if (box[1] + box[3] <= ctx.clip[1]) offscreen.above += 1;
+        countOffscreen(box, ctx);
         return false;
       }
       entry.bounds = box.map(Math.round);
@@ -497,7 +502,10 @@
         const container = !interactive && CONTAINER_ROLES.has(role);
         const own = container ? ownRunText(el) : "";
         const listed = visible && (!container || own || full);
-        if (listed) {
+        const box = listed ? place(hitBox || rect, ctx) : null;
+        // Off screen it is only counted: its name, value and states are not worked out.
+        if (listed && !full && !inView(box, ctx)) countOffscreen(box, ctx);
+        else if (listed) {
           const entry = { ref: refOf(el), role: role || el.tagName.toLowerCase(), name: container ? clean(own, 120) : nameOf(el, role) };
           const value = valueOf(el);
           if (value !== null && value !== "") entry.value = value;
@@ -508,7 +516,7 @@
           const level = role === "heading" ? headingLevel(el) : null;
           if (level) entry.level = level;
           if (el.id) entry.id = el.id;
-          push(entry, place(hitBox || rect, ctx), ctx);
+          push(entry, box, ctx);
         }
         if (container && own) { walkChildren(el, Object.assign({}, ctx, { quiet: true, structure: true })); return; }
         const quiet = interactive || NAMED_BY_CONTENT.has(role) || closedHosts.has(el);
