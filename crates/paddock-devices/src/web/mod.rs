@@ -386,23 +386,20 @@ impl WebDevice {
             let state = self.state.lock().await;
             (state.ref_base, state.orientation, state.app.clone())
         };
-        // The elements and the image are taken at the same moment, concurrently.
         let expression = format!(
             "window.__paddock.observe({{ full: {}, refBase: {ref_base} }})",
             options.full
         );
-        let screenshot = async {
-            match options.screenshot_width {
-                Some(width) => self
-                    .screenshot_inner(Some(width), options.screenshot_quality)
-                    .await
-                    .map(Some),
-                None => Ok(None),
-            }
+        let raw = self.observe_document(&expression, options.full).await?;
+        // After the walk, not alongside it: both run on the renderer's main thread, so
+        // together they took as long (measured with `paddock-bench devices`).
+        let screenshot = match options.screenshot_width {
+            Some(width) => Some(
+                self.screenshot_inner(Some(width), options.screenshot_quality)
+                    .await?,
+            ),
+            None => None,
         };
-        let (raw, screenshot) =
-            tokio::join!(self.observe_document(&expression, options.full), screenshot);
-        let (raw, screenshot) = (raw?, screenshot?);
         let next_ref = raw
             .get("nextRef")
             .and_then(Value::as_u64)
