@@ -198,7 +198,7 @@ fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
     );
     let swiped = answer(&report, "swipeInFrame");
     assert!(swiped.contains("`Row 40` is visible after"), "{swiped}");
-    let after = &report["scrollAfter"];
+    let after = &report["swipeInFrameAfter"];
     assert_eq!(
         after["offscreen"]["abovePx"], 0,
         "the page moved: {after:#}"
@@ -226,7 +226,7 @@ fn python_sdk_drives_shadow_roots_frames_hidden_controls_and_a_late_router() {
         swiped.contains("`Local row 40` is visible after"),
         "{swiped}"
     );
-    let after = &report["scrollAfterLocal"];
+    let after = &report["swipeInLocalFrameAfter"];
     assert_eq!(
         after["offscreen"]["abovePx"], 0,
         "the page moved: {after:#}"

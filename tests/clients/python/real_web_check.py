@@ -74,20 +74,14 @@ async def main() -> None:
             # the page does not.
             await call("openLink", {"url": base + "/frames/scroll"})
             scrolling = text_of(await call("observe", {}, "scrollFrame"))
-            rows = ref_where(scrolling, r'iframe "Rows"')
-            await call(
-                "swipeOn",
-                {"direction": "up", "ref": rows, "untilVisible": "Row 40", "maxSwipes": 25},
-                "swipeInFrame",
-            )
-            report["scrollAfter"] = (await call("observe", {"format": "json"})).structured_content
-            local = ref_where(scrolling, r'iframe "Local rows"')
-            await call(
-                "swipeOn",
-                {"direction": "up", "ref": local, "untilVisible": "Local row 40", "maxSwipes": 25},
-                "swipeInLocalFrame",
-            )
-            report["scrollAfterLocal"] = (await call("observe", {"format": "json"})).structured_content
+            for title, last, key in [("Rows", "Row 40", "swipeInFrame"), ("Local rows", "Local row 40", "swipeInLocalFrame")]:
+                frame = ref_where(scrolling, f'iframe "{title}"')
+                await call(
+                    "swipeOn",
+                    {"direction": "up", "ref": frame, "untilVisible": last, "maxSwipes": 25},
+                    key,
+                )
+                report[key + "After"] = (await call("observe", {"format": "json"})).structured_content
             # A list app: reading order, exact matching, a late hash router.
             await call("openLink", {"url": base + "/todo"})
             for item in ["Buy milk", "Walk dog", "Write code"]:

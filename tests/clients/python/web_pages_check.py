@@ -67,6 +67,15 @@ class Run:
         self.base = base
         self.scratch = scratch
 
+    async def read_blob(self, uri: str | None) -> tuple[bytes, str] | None:
+        """The bytes and MIME type `resources/read` gives for `uri`, if it is a blob."""
+        if not uri:
+            return None
+        contents = (await self.session.read_resource(uri)).contents[0]
+        if getattr(contents, "blob", None) is None:
+            return None
+        return base64.b64decode(contents.blob), contents.mime_type
+
     async def call(self, name: str, arguments: dict) -> object:
         return await self.session.call_tool(name, arguments)
 
@@ -203,12 +212,8 @@ class Run:
         mid_listed = await self.files_until("big.bin", ["completed"])
         mid = await self.call("files", {"operation": "download", "name": "big.bin"})
         link = link_of(mid)
-        mid_read = None
-        if link:
-            read = await self.session.read_resource(link["uri"])
-            contents = read.contents[0]
-            data = base64.b64decode(contents.blob) if getattr(contents, "blob", None) else b""
-            mid_read = {"size": len(data), "zeros": data.count(0), "mimeType": contents.mime_type}
+        linked = await self.read_blob(link["uri"] if link else None)
+        mid_read = {"size": len(linked[0]), "zeros": linked[0].count(0), "mimeType": linked[1]} if linked else None
         mid_deleted = await self.text("files", {"operation": "delete", "name": "big.bin"})
 
         await self.call("openLink", {"url": self.base + "/download?mb=4"})
@@ -216,11 +221,8 @@ class Run:
         listed = await self.files_until("report.csv", ["completed"])
         result = await self.call("files", {"operation": "download", "name": "report.csv"})
         blob = blob_of(result)
-        read_back = None
-        if blob:
-            read = await self.session.read_resource(blob["uri"])
-            contents = read.contents[0]
-            read_back = base64.b64decode(contents.blob).decode("utf-8") if getattr(contents, "blob", None) else None
+        read = await self.read_blob(blob["uri"] if blob else None)
+        read_back = read[0].decode("utf-8") if read else None
         big_tap = await self.text("tapOn", {"text": "Download big file"})
         big_listed = await self.files_until("big.bin", ["canceled: too large"])
         observed = await self.text("observe", {})
@@ -253,11 +255,8 @@ class Run:
         await self.call("openLink", {"url": self.base + "/hover"})
         result = await self.call("savePdf", {})
         blob = blob_of(result)
-        read_head = None
-        if blob:
-            read = await self.session.read_resource(blob["uri"])
-            contents = read.contents[0]
-            read_head = base64.b64decode(contents.blob)[:5].decode("latin-1") if getattr(contents, "blob", None) else None
+        read = await self.read_blob(blob["uri"] if blob else None)
+        read_head = read[0][:5].decode("latin-1") if read else None
         return {
             "isError": bool(result.is_error),
             "text": text_of(result),
