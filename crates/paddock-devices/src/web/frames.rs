@@ -61,21 +61,22 @@ struct FrameBox {
 /// Cross-origin frames an observation looks into, at most (a page of ad frames stays cheap).
 const MAX_FRAMES: usize = 64;
 
-/// Places the frames of `tree` (parents before children, with their parent's index), each
-/// with its box in its parent's document (`None`: not shown): offsets add up and clips narrow
-/// down from the viewport; a frame whose parent is not shown is not shown either.
+/// Places the frames of a tree (parents before children, `parents[i]` the index of frame
+/// `i`'s parent, `None` under the tab's document), each with its box in its parent's document
+/// (`None`: not shown): offsets add up and clips narrow down from the viewport; a frame whose
+/// parent is not shown is not shown either. The answer is in the tree's order.
 fn place_tree(
-    tree: Vec<(ChildFrame, Option<usize>)>,
+    parents: &[Option<usize>],
     boxes: Vec<Option<FrameBox>>,
     viewport: (f64, f64),
-) -> Vec<Placed> {
+) -> Vec<Option<Placement>> {
     let top = Placement {
         offset: (0.0, 0.0),
         clip: [0.0, 0.0, viewport.0, viewport.1],
         owner_ref: String::new(),
     };
-    let mut placements: Vec<Option<Placement>> = Vec::with_capacity(tree.len());
-    for ((_, parent), frame_box) in tree.iter().zip(boxes) {
+    let mut placements: Vec<Option<Placement>> = Vec::with_capacity(parents.len());
+    for (parent, frame_box) in parents.iter().zip(boxes) {
         let parent = match parent {
             None => Some(&top),
             Some(index) => placements.get(*index).and_then(Option::as_ref),
@@ -96,15 +97,7 @@ fn place_tree(
         });
         placements.push(placement);
     }
-    tree.into_iter()
-        .zip(placements)
-        .filter_map(|((frame, _), placement)| {
-            Some(Placed {
-                frame,
-                placement: placement?,
-            })
-        })
-        .collect()
+    placements
 }
 
 impl Frames {
@@ -344,7 +337,17 @@ impl WebDevice {
         let boxes =
             futures_util::future::join_all(tree.iter().map(|(frame, _)| self.frame_box(frame)))
                 .await;
-        place_tree(tree, boxes, viewport)
+        let parents: Vec<Option<usize>> = tree.iter().map(|(_, parent)| *parent).collect();
+        let placements = place_tree(&parents, boxes, viewport);
+        tree.into_iter()
+            .zip(placements)
+            .filter_map(|((frame, _), placement)| {
+                Some(Placed {
+                    frame,
+                    placement: placement?,
+                })
+            })
+            .collect()
     }
 
     /// Every cross-origin frame under the tab of `session`, parents before children, each
@@ -384,12 +387,7 @@ impl WebDevice {
                 "window.__paddock.observe({{ full: {full}, refBase: {}, prefix: \"{}\" }})",
                 frame.ref_base, frame.prefix
             );
-            async move {
-                (
-                    frame.session.clone(),
-                    self.eval_on(&frame.session, &expression, false).await,
-                )
-            }
+            async move { self.eval_on(&frame.session, &expression, false).await }
         }));
         let (raw, boxes, inner) = tokio::join!(top, boxes, inner);
         let mut raw = raw?;
@@ -404,45 +402,39 @@ impl WebDevice {
             );
             // Every frame observed hands out refs, shown or not: a new document there
             // continues after them.
-            for (session, observed) in &inner {
+            for ((frame, _), observed) in tree.iter().zip(&inner) {
                 if let Some(next) = observed
                     .as_ref()
                     .ok()
                     .and_then(|inner| inner.get("nextRef"))
                     .and_then(Value::as_u64)
                 {
-                    self.frames.set_ref_base(session, next);
+                    self.frames.set_ref_base(&frame.session, next);
                 }
             }
-            let mut inner: std::collections::HashMap<String, Result<Value, DeviceError>> =
-                inner.into_iter().collect();
-            let placed = place_tree(tree, boxes, viewport);
-            let observed: Vec<Result<Value, DeviceError>> = placed
-                .iter()
-                .map(|placed| {
-                    inner
-                        .remove(&placed.frame.session)
-                        .unwrap_or_else(|| Err(DeviceError::Failed("frame gone".into())))
-                })
+            let parents: Vec<Option<usize>> = tree.iter().map(|(_, parent)| *parent).collect();
+            let shown = place_tree(&parents, boxes, viewport)
+                .into_iter()
+                .zip(inner)
+                .filter_map(|(placement, observed)| Some((placement?, observed)))
                 .collect();
-            Self::merge_frames(&mut raw, placed, observed, full);
+            Self::merge_frames(&mut raw, shown, full);
         }
         Ok(raw)
     }
 
-    /// Adds the elements of the tab's cross-origin frames (`placed`, each observed as
-    /// `observed` says) to `raw` (the page helper's observation of the tab's document), each
-    /// after its `<iframe>`.
+    /// Adds the elements of the tab's shown cross-origin frames (each with its place and its
+    /// helper's observation) to `raw` (the page helper's observation of the tab's document),
+    /// each after its `<iframe>`.
     fn merge_frames(
         raw: &mut Value,
-        placed: Vec<Placed>,
-        observed: Vec<Result<Value, DeviceError>>,
+        frames: Vec<(Placement, Result<Value, DeviceError>)>,
         full: bool,
     ) {
         let mut below = 0u64;
         let mut above = 0u64;
         let mut focused = None;
-        for (Placed { placement, .. }, inner) in placed.into_iter().zip(observed) {
+        for (placement, inner) in frames {
             let Ok(inner) = inner else {
                 continue;
             };
@@ -737,37 +729,29 @@ mod tests {
 
     #[test]
     fn nested_frames_add_offsets_narrow_clips_and_hide_with_their_parent() {
-        let frame = |session: &str| ChildFrame {
-            session: session.into(),
-            frame_id: session.into(),
-            parent: String::new(),
-            prefix: format!("f{session}"),
-            ref_base: 1,
-        };
         let frame_box = |content: [f64; 4], owner: &str| {
             Some(FrameBox {
                 content,
                 owner_ref: owner.into(),
             })
         };
-        let tree = vec![
-            (frame("1"), None),
-            (frame("2"), None),
-            (frame("3"), Some(0)),
-            (frame("4"), Some(1)),
-        ];
+        let parents = [None, None, Some(0), Some(1)];
         let boxes = vec![
             frame_box([10.0, 500.0, 300.0, 600.0], "e3"),
             None,
             frame_box([5.0, 20.0, 100.0, 100.0], "e7"),
             frame_box([0.0, 0.0, 50.0, 50.0], "e9"),
         ];
-        let placed = place_tree(tree, boxes, (412.0, 915.0));
-        let sessions: Vec<&str> = placed.iter().map(|p| p.frame.session.as_str()).collect();
-        assert_eq!(sessions, ["1", "3"], "a hidden frame hides its children");
-        assert_eq!(placed[0].placement.clip, [10.0, 500.0, 310.0, 915.0]);
-        assert_eq!(placed[1].placement.offset, (15.0, 520.0));
-        assert_eq!(placed[1].placement.clip, [15.0, 520.0, 115.0, 620.0]);
-        assert_eq!(placed[1].placement.owner_ref, "e7");
+        let placed = place_tree(&parents, boxes, (412.0, 915.0));
+        assert_eq!(placed.len(), 4);
+        assert!(
+            placed[1].is_none() && placed[3].is_none(),
+            "a hidden frame hides its children"
+        );
+        let (first, nested) = (placed[0].as_ref().unwrap(), placed[2].as_ref().unwrap());
+        assert_eq!(first.clip, [10.0, 500.0, 310.0, 915.0]);
+        assert_eq!(nested.offset, (15.0, 520.0));
+        assert_eq!(nested.clip, [15.0, 520.0, 115.0, 620.0]);
+        assert_eq!(nested.owner_ref, "e7");
     }
 }

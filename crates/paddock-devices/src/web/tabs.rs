@@ -50,11 +50,12 @@ pub(super) fn initial(target_id: &str, session_id: &str) -> Vec<Tab> {
 }
 
 /// Removes `target_id` from the tab list; when it was the active tab, its opener (else the tab
-/// before it) becomes active. Returns whether it was a tab of the list.
-fn remove_tab(state: &mut PageState, target_id: &str) -> bool {
-    let Some(position) = state.tabs.iter().position(|tab| tab.target_id == target_id) else {
-        return false;
-    };
+/// before it) becomes active. Returns the tab removed, if it was one of the list.
+fn remove_tab(state: &mut PageState, target_id: &str) -> Option<Tab> {
+    let position = state
+        .tabs
+        .iter()
+        .position(|tab| tab.target_id == target_id)?;
     let removed = state.tabs.remove(position);
     if state.target_id == target_id && !state.tabs.is_empty() {
         let next = removed
@@ -69,7 +70,7 @@ fn remove_tab(state: &mut PageState, target_id: &str) -> bool {
             state.session_id = next.session_id;
         }
     }
-    true
+    Some(removed)
 }
 
 /// Tab `index` (1-based), or `[not_found]` naming the range.
@@ -173,7 +174,9 @@ impl WebDevice {
                 None => state.target_id.clone(),
                 Some(index) => tab_at(&state, index)?.target_id.clone(),
             };
-            remove_tab(&mut state, &target_id);
+            if let Some(removed) = remove_tab(&mut state, &target_id) {
+                self.loading.set(&removed.session_id, false);
+            }
             if state.tabs.is_empty() {
                 self.open_tab_locked(&mut state, None).await?;
             }
@@ -351,16 +354,10 @@ impl WebDevice {
     /// last one is replaced by a blank tab.
     async fn on_target_gone(&self, target_id: &str) {
         let mut state = self.state.lock().await;
-        let Some(session) = state
-            .tabs
-            .iter()
-            .find(|tab| tab.target_id == target_id)
-            .map(|tab| tab.session_id.clone())
-        else {
+        let Some(removed) = remove_tab(&mut state, target_id) else {
             return;
         };
-        remove_tab(&mut state, target_id);
-        self.loading.set(&session, false);
+        self.loading.set(&removed.session_id, false);
         if state.tabs.is_empty()
             && let Err(error) = self.open_tab_locked(&mut state, None).await
         {
